@@ -1,0 +1,123 @@
+//! Criterion benches of DDPG: one update (batch 256, two 256-unit hidden layers, actor + critic)
+//! and drawing one HER batch of 256 from a full-sized replay buffer.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rand::RngExt;
+use shoal_algo::{
+    ActorCritic, ActorCriticConfig, Episode, EpisodeDims, GoalReward, HerConfig, NetBatch,
+    ReplayBuffer, TransitionBatch, UpdateSettings, sample_batch,
+};
+use shoal_core::{Alone, rng_from_seed};
+
+/// Network input width: a 25 + 3 + 3 arm-push observation, as an upper bound
+/// of the 25 + 3 the agent feeds (observation ‖ desired goal).
+const INPUT: usize = 31;
+const ACT: usize = 4;
+const BATCH: usize = 256;
+
+fn random_batch() -> NetBatch {
+    let mut rng = rng_from_seed(0);
+    let mut values = |n: usize| {
+        (0..n)
+            .map(|_| rng.random_range(-1.0f32..1.0))
+            .collect::<Vec<_>>()
+    };
+    NetBatch {
+        inputs: values(BATCH * INPUT),
+        next_inputs: values(BATCH * INPUT),
+        actions: values(BATCH * ACT),
+        rewards: values(BATCH)
+            .into_iter()
+            .map(|v| if v > 0.6 { 0.0 } else { -1.0 })
+            .collect(),
+        terminals: (0..BATCH).map(|i| i % 17 == 0).collect(),
+    }
+}
+
+fn bench_update(c: &mut Criterion) {
+    let config = ActorCriticConfig {
+        input_dim: INPUT,
+        act_dim: ACT,
+        hidden: vec![256, 256],
+        actor_lr: 1e-3,
+        critic_lr: 1e-3,
+        max_grad_norm: None,
+    };
+    let mut networks = ActorCritic::new(&config, 0);
+    let batch = random_batch();
+    let settings = UpdateSettings {
+        gamma: 0.98,
+        action_l2: 1.0,
+        target_clip: Some((-50.0, 0.0)),
+    };
+    c.bench_function("ddpg/update_batch256_hidden256x256", |b| {
+        b.iter(|| {
+            black_box(
+                networks
+                    .update(black_box(&batch), &settings, &mut Alone)
+                    .unwrap(),
+            )
+        })
+    });
+    let input = vec![0.1f32; INPUT];
+    c.bench_function("ddpg/act_batch1", |b| {
+        b.iter(|| black_box(networks.act(black_box(&input))))
+    });
+}
+
+/// Sparse −1/0 reward within 5 cm, like arm push.
+struct Push;
+impl GoalReward for Push {
+    fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        if self.success(achieved, desired) {
+            0.0
+        } else {
+            -1.0
+        }
+    }
+    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        achieved
+            .iter()
+            .zip(desired)
+            .map(|(a, d)| (a - d) * (a - d))
+            .sum::<f32>()
+            < 0.05 * 0.05
+    }
+}
+
+fn bench_her(c: &mut Criterion) {
+    let dims = EpisodeDims {
+        obs: 25,
+        goal: 3,
+        act: ACT,
+    };
+    let mut buffer = ReplayBuffer::new(dims, 100_000).unwrap();
+    let mut rng = rng_from_seed(1);
+    for _ in 0..2_000 {
+        let mut values = |n: usize| {
+            (0..n)
+                .map(|_| rng.random_range(-1.0f32..1.0))
+                .collect::<Vec<_>>()
+        };
+        let mut episode = Episode::start(dims, &values(25), &values(3));
+        for _ in 0..50 {
+            episode.push(&values(3), &values(ACT), &values(25), &values(3));
+        }
+        buffer.push(episode).unwrap();
+    }
+    let config = HerConfig::default();
+    let mut batch = TransitionBatch::default();
+    let mut rng = rng_from_seed(2);
+    c.bench_function("her/sample_batch256_future_k4", |b| {
+        b.iter(|| {
+            batch.clear();
+            sample_batch(&buffer, &config, BATCH, &Push, &mut rng, &mut batch);
+            black_box(batch.len())
+        })
+    });
+}
+
+criterion_group!(benches, bench_update, bench_her);
+criterion_main!(benches);

@@ -1,0 +1,30 @@
+//! shoal-algo: the learning algorithms, one readable file each.
+//!
+//! * [`reinforce`]: REINFORCE with a baseline for Beta policies.
+//! * [`ddpg`]: DDPG with hindsight experience replay for goal tasks, with
+//!   OpenAI baselines' HER defaults ([`Ddpg`], [`DdpgConfig`]); its networks
+//!   and single update ([`ActorCritic`]) are reusable on their own, and
+//!   [`DdpgPolicy`] is the frozen policy for evaluation.
+//! * [`replay`]: a replay buffer of whole episodes ([`ReplayBuffer`],
+//!   [`Episode`]), FIFO by episode, serialisable behind a versioned header.
+//! * [`her`]: hindsight relabelling (`future` / `final` / `episode`, `k`),
+//!   with options against `future`'s weak spots on objects that never move
+//!   or have come to rest ([`HerConfig`], [`sample_batch`]).
+//!
+//! Every algorithm implements [`shoal_core::Learner`] (and, where it makes
+//! sense, [`shoal_core::GradientLearner`] / [`shoal_core::RolloutLearner`]), so
+//! the strategies of `shoal-parallel` can drive it. This crate never spawns a
+//! thread or touches a socket: parallelism lives in `shoal-parallel`.
+
+pub mod ddpg;
+pub mod her;
+pub mod reinforce;
+pub mod replay;
+
+pub use ddpg::{
+    ActorCritic, ActorCriticConfig, Ddpg, DdpgConfig, DdpgPolicy, NetBatch, TrainEvery,
+    UpdateSettings, UpdateStats,
+};
+pub use her::{GoalReward, HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
+pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};
+pub use replay::{Episode, EpisodeDims, ReplayBuffer};

@@ -1,0 +1,503 @@
+//! REINFORCE with a baseline (Williams, 1992), for Beta policies (Chou et al., 2017).
+//!
+//! Read top to bottom: the config with its defaults, one episode of
+//! collection, returns and advantages, the update, then the `Learner`
+//! plumbing that lets parallel strategies drive it.
+//!
+//! The policy gradient of a Beta policy needs ∂ log p / ∂(α, β), which involves
+//! the digamma function that burn lacks. We compute that score analytically on
+//! the CPU and inject it as `loss = Σ detach(c_α)·α + detach(c_β)·β`, whose
+//! gradient with respect to the network is exactly the REINFORCE gradient.
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::rngs::StdRng;
+use serde::{Deserialize, Serialize};
+use shoal_core::{
+    Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result,
+    RolloutLearner, Space, derive_seed, evaluate_policy, rng_from_seed,
+};
+use shoal_policy::{
+    Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
+    beta_entropy, beta_entropy_grad, beta_log_prob_grad, rows_to_tensor, sample_unit,
+    training_device,
+};
+
+/// What the advantage subtracts from the return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Baseline {
+    /// No baseline: advantage = return.
+    None,
+    /// An exponential running mean of returns-to-go.
+    RunningMean,
+    /// A learned state-value network V(s), trained by regression on returns.
+    Value,
+}
+
+/// Hyperparameters of [`Reinforce`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReinforceConfig {
+    /// Discount factor γ. Default 0.99.
+    pub gamma: f64,
+    /// Adam step size of the policy. Default 3e-4.
+    pub learning_rate: f64,
+    /// Adam step size of the value network. Default 1e-3.
+    pub value_learning_rate: f64,
+    /// Hidden layer widths of the policy and value networks. Default [64, 64].
+    pub hidden: Vec<usize>,
+    /// Baseline subtracted from returns. Default `value`.
+    pub baseline: Baseline,
+    /// Standardise advantages within each update batch. Default true.
+    pub normalize_advantages: bool,
+    /// Weight of the entropy bonus. Default 0.0.
+    pub entropy_coef: f64,
+    /// Episodes collected per gradient step. Default 1.
+    pub episodes_per_update: usize,
+    /// Global gradient-norm clip. Default 0.5.
+    pub max_grad_norm: f64,
+    /// Decay of the running-mean baseline per update. Default 0.9.
+    pub running_mean_decay: f64,
+}
+
+impl Default for ReinforceConfig {
+    fn default() -> Self {
+        ReinforceConfig {
+            gamma: 0.99,
+            learning_rate: 3e-4,
+            value_learning_rate: 1e-3,
+            hidden: vec![64, 64],
+            baseline: Baseline::Value,
+            normalize_advantages: true,
+            entropy_coef: 0.0,
+            episodes_per_update: 1,
+            max_grad_norm: 0.5,
+            running_mean_decay: 0.9,
+        }
+    }
+}
+
+/// One episode as collected: enough to compute the update, and nothing more.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Rollout {
+    /// Observations `s_0 … s_{T−1}`, row-major `[T, obs_dim]`.
+    pub obs: Vec<f32>,
+    /// Actions in unit space `(0, 1)`, row-major `[T, act_dim]`.
+    pub unit_actions: Vec<f32>,
+    /// Rewards `r_0 … r_{T−1}`.
+    pub rewards: Vec<f32>,
+    /// Observation after the last step, for bootstrapping a truncated episode.
+    pub final_obs: Vec<f32>,
+    /// Whether the episode ended by truncation (time limit) rather than termination.
+    pub truncated: bool,
+}
+
+impl Rollout {
+    fn len(&self) -> usize {
+        self.rewards.len()
+    }
+}
+
+/// Everything [`Reinforce`] changes while training, for checkpoints and for
+/// copying the best agent between workers.
+#[derive(Serialize, Deserialize)]
+struct ReinforceState {
+    policy: Vec<u8>,
+    value: Vec<u8>,
+    running_mean: f64,
+    episodes: u64,
+    env_steps: u64,
+}
+
+/// A REINFORCE agent on its own environment.
+pub struct Reinforce<E: Env> {
+    config: ReinforceConfig,
+    env: E,
+    eval_env: E,
+    action_space: Space,
+    obs_dim: usize,
+    act_dim: usize,
+    /// Autodiff device for updates.
+    device: Device,
+    /// The same device without autodiff, for acting.
+    plain: Device,
+    policy: Trained<BetaPolicyNet>,
+    /// Autodiff-free copy of `policy.module` for acting, refreshed after each step.
+    acting: BetaPolicyNet,
+    value: Trained<Mlp>,
+    running_mean: f64,
+    seed: u64,
+    episodes: u64,
+    env_steps: u64,
+}
+
+impl<E: Env> Reinforce<E> {
+    /// An agent with networks initialised from `seed`, training on `env` and
+    /// evaluating on `eval_env` (two instances of the same task).
+    pub fn new(config: ReinforceConfig, env: E, eval_env: E, seed: u64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&config.gamma) {
+            return Err(Error::Config(format!(
+                "gamma must be in [0, 1], got {}",
+                config.gamma
+            )));
+        }
+        if config.episodes_per_update == 0 {
+            return Err(Error::Config(
+                "episodes_per_update must be at least 1".into(),
+            ));
+        }
+        if !(config.learning_rate > 0.0 && config.value_learning_rate > 0.0) {
+            return Err(Error::Config("learning rates must be positive".into()));
+        }
+        let action_space = env.action_space().clone();
+        if action_space
+            .low
+            .iter()
+            .chain(&action_space.high)
+            .any(|b| !b.is_finite())
+        {
+            return Err(Error::Config(
+                "a Beta policy needs a bounded action space".into(),
+            ));
+        }
+        let obs_dim = env.observation_space().dim();
+        let act_dim = action_space.dim();
+        let device = training_device();
+        let net = BetaPolicyConfig::new(obs_dim, act_dim)
+            .with_hidden(config.hidden.clone())
+            .init(derive_seed(seed, 1), &device);
+        let value_net = shoal_policy::canonicalise(
+            MlpConfig::new(obs_dim, config.hidden.clone(), 1).init_with(Activation::Tanh, &device),
+            derive_seed(seed, 2),
+        );
+        let clip = Some(config.max_grad_norm);
+        let policy = Trained::adam(net, config.learning_rate, clip);
+        let acting = policy.module.valid();
+        Ok(Reinforce {
+            value: Trained::adam(value_net, config.value_learning_rate, clip),
+            config,
+            env,
+            eval_env,
+            action_space,
+            obs_dim,
+            act_dim,
+            plain: device.clone().inner(),
+            device,
+            policy,
+            acting,
+            running_mean: 0.0,
+            seed,
+            episodes: 0,
+            env_steps: 0,
+        })
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &ReinforceConfig {
+        &self.config
+    }
+
+    /// Episodes trained so far (survives save/load).
+    pub fn episodes(&self) -> u64 {
+        self.episodes
+    }
+
+    /// The current policy, frozen for evaluation.
+    pub fn frozen_policy(&self) -> FrozenBetaPolicy {
+        FrozenBetaPolicy::new(&self.policy.module, self.action_space.clone())
+    }
+
+    // ---------------------------------------------------------------------
+    // Collection
+    // ---------------------------------------------------------------------
+
+    /// Plays one episode with the stochastic policy. Episode `k` of a run
+    /// always uses the env seed and sampling stream derived from `(seed, k)`,
+    /// so a resumed run replays exactly what an uninterrupted one would.
+    fn collect_episode(&mut self) -> Result<(Rollout, f64)> {
+        let episode = self.episodes;
+        let mut rng: StdRng = rng_from_seed(derive_seed(self.seed, 1_000 + episode));
+        let mut obs = self
+            .env
+            .reset(Some(derive_seed(self.seed, 2_000_000_000 + episode)));
+        let mut rollout = Rollout::default();
+        let mut undiscounted = 0.0;
+        loop {
+            let (alpha, beta) = self.acting.distribution(&obs, &self.plain);
+            let unit = sample_unit(&alpha, &beta, &mut rng);
+            let step = self.env.step(&self.action_space.from_unit(&unit))?;
+            rollout.obs.extend_from_slice(&obs);
+            rollout.unit_actions.extend_from_slice(&unit);
+            rollout.rewards.push(step.reward);
+            undiscounted += step.reward as f64;
+            if step.done() {
+                rollout.truncated = !step.terminated;
+                rollout.final_obs = step.obs;
+                break;
+            }
+            obs = step.obs;
+        }
+        self.episodes += 1;
+        self.env_steps += rollout.len() as u64;
+        Ok((rollout, undiscounted))
+    }
+
+    fn collect(&mut self, episodes: usize) -> Result<(Vec<Rollout>, LearnReport)> {
+        let mut rollouts = Vec::with_capacity(episodes);
+        let mut report = LearnReport::default();
+        for _ in 0..episodes {
+            let (rollout, ret) = self.collect_episode()?;
+            report.episode_returns.push(ret);
+            report.episode_lengths.push(rollout.len() as u64);
+            rollouts.push(rollout);
+        }
+        Ok((rollouts, report))
+    }
+
+    // ---------------------------------------------------------------------
+    // Returns, baseline, advantages
+    // ---------------------------------------------------------------------
+
+    fn values(&self, obs: &[f32]) -> Vec<f32> {
+        let input = rows_to_tensor(obs, self.obs_dim, &self.plain);
+        let out = self.value.module.valid().forward(input);
+        out.into_data().try_to_vec().expect("f32 tensor")
+    }
+
+    /// Discounted returns-to-go. A truncated episode is not over for the task,
+    /// so with a value baseline its tail is bootstrapped with V(s_T).
+    fn returns(&self, rollout: &Rollout) -> Vec<f64> {
+        let mut tail = if rollout.truncated && self.config.baseline == Baseline::Value {
+            self.values(&rollout.final_obs)[0] as f64
+        } else {
+            0.0
+        };
+        let mut returns = vec![0.0; rollout.len()];
+        for t in (0..rollout.len()).rev() {
+            tail = rollout.rewards[t] as f64 + self.config.gamma * tail;
+            returns[t] = tail;
+        }
+        returns
+    }
+
+    // ---------------------------------------------------------------------
+    // Update
+    // ---------------------------------------------------------------------
+
+    /// One gradient step on `rollouts`; every gradient goes through `reducer`
+    /// (averaged across workers in gradient-parallel training).
+    fn update(
+        &mut self,
+        rollouts: &[Rollout],
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<Vec<(String, f64)>> {
+        let obs: Vec<f32> = rollouts
+            .iter()
+            .flat_map(|r| r.obs.iter().copied())
+            .collect();
+        let units: Vec<f32> = rollouts
+            .iter()
+            .flat_map(|r| r.unit_actions.iter().copied())
+            .collect();
+        let returns: Vec<f64> = rollouts.iter().flat_map(|r| self.returns(r)).collect();
+        let n = returns.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+
+        let baseline: Vec<f64> = match self.config.baseline {
+            Baseline::None => vec![0.0; n],
+            Baseline::RunningMean => vec![self.running_mean; n],
+            Baseline::Value => self.values(&obs).into_iter().map(f64::from).collect(),
+        };
+        let mut advantages: Vec<f64> = returns.iter().zip(&baseline).map(|(g, b)| g - b).collect();
+        if self.config.normalize_advantages && n > 1 {
+            let mean = advantages.iter().sum::<f64>() / n as f64;
+            let std =
+                (advantages.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            advantages
+                .iter_mut()
+                .for_each(|a| *a = (*a - mean) / (std + 1e-8));
+        }
+
+        // ---- policy: inject the analytic Beta score as a surrogate loss ----
+        let obs_tensor = rows_to_tensor(&obs, self.obs_dim, &self.device);
+        let (alpha, beta) = self.policy.module.forward(obs_tensor.clone());
+        let alpha_v: Vec<f32> = alpha.clone().into_data().try_to_vec().expect("f32 tensor");
+        let beta_v: Vec<f32> = beta.clone().into_data().try_to_vec().expect("f32 tensor");
+        let mut coef_alpha = vec![0.0f32; alpha_v.len()];
+        let mut coef_beta = vec![0.0f32; beta_v.len()];
+        let mut entropy = 0.0;
+        for (i, (&a, &b)) in alpha_v.iter().zip(&beta_v).enumerate() {
+            let (a, b, x) = (a as f64, b as f64, units[i] as f64);
+            let adv = advantages[i / self.act_dim];
+            let (ga, gb) = beta_log_prob_grad(x, a, b);
+            let (ea, eb) = beta_entropy_grad(a, b);
+            // Minimising −(A·log p + c·H) averaged over time steps.
+            coef_alpha[i] = (-(adv * ga + self.config.entropy_coef * ea) / n as f64) as f32;
+            coef_beta[i] = (-(adv * gb + self.config.entropy_coef * eb) / n as f64) as f32;
+            entropy += beta_entropy(a, b);
+        }
+        let shape = [n, self.act_dim];
+        let coef_alpha = Tensor::<2>::from_data(TensorData::new(coef_alpha, shape), &self.device);
+        let coef_beta = Tensor::<2>::from_data(TensorData::new(coef_beta, shape), &self.device);
+        let surrogate = (alpha * coef_alpha + beta * coef_beta).sum();
+        let mut policy_grads = self.policy.take_grads(&mut surrogate.backward());
+
+        // ---- value: regression on returns ----
+        let mut value_grads = Vec::new();
+        let mut value_loss = 0.0;
+        if self.config.baseline == Baseline::Value {
+            let targets: Vec<f32> = returns.iter().map(|g| *g as f32).collect();
+            let targets = Tensor::<2>::from_data(TensorData::new(targets, [n, 1]), &self.device);
+            let err = self.value.module.forward(obs_tensor) - targets;
+            let loss = (err.clone() * err).mean();
+            value_loss = loss.clone().into_scalar::<f32>() as f64;
+            value_grads = self.value.take_grads(&mut loss.backward());
+        }
+
+        // ---- average across workers (one message), then step ----
+        let split = policy_grads.len();
+        policy_grads.extend_from_slice(&value_grads);
+        reducer.mean(&mut policy_grads)?;
+        let (policy_part, value_part) = policy_grads.split_at_mut(split);
+        let grad_norm = self.policy.step(policy_part)?;
+        if self.config.baseline == Baseline::Value {
+            self.value.step(value_part)?;
+        }
+        self.acting = self.policy.module.valid();
+
+        let mean_return = returns.iter().sum::<f64>() / n as f64;
+        if self.config.baseline == Baseline::RunningMean {
+            let d = self.config.running_mean_decay;
+            self.running_mean = d * self.running_mean + (1.0 - d) * mean_return;
+        }
+        Ok(vec![
+            ("losses/value".into(), value_loss),
+            ("losses/policy_grad_norm".into(), grad_norm),
+            ("charts/entropy".into(), entropy / (n * self.act_dim) as f64),
+        ])
+    }
+
+    fn learn_with(
+        &mut self,
+        episodes: usize,
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<LearnReport> {
+        let mut report = LearnReport::default();
+        let mut remaining = episodes;
+        while remaining > 0 {
+            let batch = remaining.min(self.config.episodes_per_update);
+            let (rollouts, collected) = self.collect(batch)?;
+            report.extend(collected);
+            let scalars = self.update(&rollouts, reducer)?;
+            report.extend(LearnReport {
+                scalars,
+                ..Default::default()
+            });
+            remaining -= batch;
+        }
+        Ok(report)
+    }
+}
+
+impl<E: Env> Learner for Reinforce<E> {
+    fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
+        self.learn_with(episodes, &mut Alone)
+    }
+
+    fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
+        let policy = self.frozen_policy();
+        evaluate_policy(&mut self.eval_env, &policy, episodes, seed, None)
+    }
+
+    fn save_state(&self) -> Vec<u8> {
+        postcard::to_stdvec(&ReinforceState {
+            policy: self.policy.save_state(),
+            value: self.value.save_state(),
+            running_mean: self.running_mean,
+            episodes: self.episodes,
+            env_steps: self.env_steps,
+        })
+        .expect("serialising plain vectors cannot fail")
+    }
+
+    fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
+        let state: ReinforceState = postcard::from_bytes(bytes)
+            .map_err(|e| Error::Shape(format!("REINFORCE state is unreadable: {e}")))?;
+        let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
+        policy.load_state(&state.policy)?;
+        value.load_state(&state.value)?;
+        self.policy = policy;
+        self.value = value;
+        self.acting = self.policy.module.valid();
+        self.running_mean = state.running_mean;
+        self.episodes = state.episodes;
+        self.env_steps = state.env_steps;
+        Ok(())
+    }
+}
+
+impl<E: Env> GradientLearner for Reinforce<E> {
+    fn parameters(&self) -> Vec<f32> {
+        let mut flat = self.policy.parameters();
+        flat.extend(self.value.parameters());
+        flat
+    }
+
+    fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
+        let split = self.policy.parameters().len();
+        if params.len() < split {
+            return Err(Error::Shape(format!(
+                "parameter vector too short: {}",
+                params.len()
+            )));
+        }
+        let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
+        policy.set_parameters(&params[..split])?;
+        value.set_parameters(&params[split..])?;
+        self.policy = policy;
+        self.value = value;
+        self.acting = self.policy.module.valid();
+        Ok(())
+    }
+
+    fn learn_averaged(
+        &mut self,
+        episodes: usize,
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<LearnReport> {
+        self.learn_with(episodes, reducer)
+    }
+}
+
+impl<E: Env> RolloutLearner for Reinforce<E> {
+    fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
+        let (rollouts, report) = Reinforce::collect(self, episodes)?;
+        let bytes = postcard::to_stdvec(&rollouts).expect("serialising plain vectors cannot fail");
+        Ok((bytes, report))
+    }
+
+    fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
+        let mut all = Vec::new();
+        for bytes in rollouts {
+            let batch: Vec<Rollout> = postcard::from_bytes(bytes)
+                .map_err(|e| Error::Comm(format!("a gathered rollout is unreadable: {e}")))?;
+            all.extend(batch);
+        }
+        let scalars = Reinforce::update(self, &all, &mut Alone)?;
+        Ok(LearnReport {
+            scalars,
+            ..Default::default()
+        })
+    }
+
+    fn parameters(&self) -> Vec<f32> {
+        GradientLearner::parameters(self)
+    }
+
+    fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
+        GradientLearner::set_parameters(self, params)
+    }
+}

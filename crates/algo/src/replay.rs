@@ -1,0 +1,499 @@
+//! Replay buffer of whole goal-conditioned episodes: FIFO by episode, uniform over transitions, serialisable.
+//!
+//! Hindsight relabelling needs the rest of an episode to pick a substitute
+//! goal, so the buffer stores [`Episode`]s, not loose transitions. Episodes
+//! may have different lengths (a goal env ends the episode on success), and
+//! each one knows its real length: relabelling never reads past it.
+//!
+//! Capacity is counted in transitions; when a new episode overflows it, the
+//! oldest episodes are evicted whole. Transitions are sampled uniformly, so a
+//! short episode is not over-represented.
+//!
+//! [`ReplayBuffer::to_bytes`] / [`ReplayBuffer::load_bytes`] carry the buffer
+//! through a checkpoint, behind a header (magic, format version, dimensions)
+//! so that a buffer of another task or a corrupt file is a clear
+//! [`Error`], never a panic or a silently wrong buffer.
+
+use std::collections::VecDeque;
+
+use rand::{Rng, RngExt};
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, Result};
+
+/// Widths of the vectors a goal-conditioned episode is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpisodeDims {
+    /// Length of the observation part `o` (without the goals).
+    pub obs: usize,
+    /// Length of the achieved and the desired goal.
+    pub goal: usize,
+    /// Length of an action.
+    pub act: usize,
+}
+
+/// One episode of a goal task, `T` transitions long.
+///
+/// Built step by step with [`Episode::start`] and [`Episode::push`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    dims: EpisodeDims,
+    /// `o_0 … o_T`, row-major `[T + 1, obs]`.
+    obs: Vec<f32>,
+    /// `ag_0 … ag_T`, row-major `[T + 1, goal]`: what the agent had achieved
+    /// before the first step and after each step.
+    achieved: Vec<f32>,
+    /// `g_0 … g_{T−1}`, row-major `[T, goal]`: the goal asked for at each step.
+    desired: Vec<f32>,
+    /// `a_0 … a_{T−1}` in the actor's `[-1, 1]` scale, row-major `[T, act]`.
+    actions: Vec<f32>,
+    /// The last transition ended the task (`terminated`), rather than being
+    /// cut by a time limit.
+    terminated: bool,
+}
+
+impl Episode {
+    /// An episode that starts at observation part `obs` with achieved goal `achieved`.
+    pub fn start(dims: EpisodeDims, obs: &[f32], achieved: &[f32]) -> Self {
+        Episode {
+            dims,
+            obs: obs.to_vec(),
+            achieved: achieved.to_vec(),
+            desired: Vec::new(),
+            actions: Vec::new(),
+            terminated: false,
+        }
+    }
+
+    /// Appends the transition that took `action` toward `desired` and led to
+    /// `next_obs` / `next_achieved`.
+    pub fn push(
+        &mut self,
+        desired: &[f32],
+        action: &[f32],
+        next_obs: &[f32],
+        next_achieved: &[f32],
+    ) {
+        self.desired.extend_from_slice(desired);
+        self.actions.extend_from_slice(action);
+        self.obs.extend_from_slice(next_obs);
+        self.achieved.extend_from_slice(next_achieved);
+    }
+
+    /// Marks whether the last transition ended the task.
+    pub fn set_terminated(&mut self, terminated: bool) {
+        self.terminated = terminated;
+    }
+
+    /// Widths of the stored vectors.
+    pub fn dims(&self) -> EpisodeDims {
+        self.dims
+    }
+
+    /// Number of transitions `T`.
+    pub fn len(&self) -> usize {
+        self.actions.len() / self.dims.act.max(1)
+    }
+
+    /// Whether no transition has been pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the last transition ended the task.
+    pub fn terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Observation part `o_t`, `t ∈ 0..=T`.
+    pub fn obs(&self, t: usize) -> &[f32] {
+        &self.obs[t * self.dims.obs..(t + 1) * self.dims.obs]
+    }
+
+    /// Achieved goal `ag_t`, `t ∈ 0..=T`.
+    pub fn achieved(&self, t: usize) -> &[f32] {
+        &self.achieved[t * self.dims.goal..(t + 1) * self.dims.goal]
+    }
+
+    /// Desired goal `g_t`, `t ∈ 0..T`.
+    pub fn desired(&self, t: usize) -> &[f32] {
+        &self.desired[t * self.dims.goal..(t + 1) * self.dims.goal]
+    }
+
+    /// Action `a_t`, `t ∈ 0..T`.
+    pub fn action(&self, t: usize) -> &[f32] {
+        &self.actions[t * self.dims.act..(t + 1) * self.dims.act]
+    }
+
+    /// Checks that the vectors agree with `dims` and with each other and hold
+    /// only finite values.
+    pub fn check(&self, dims: EpisodeDims) -> Result<()> {
+        if self.dims != dims {
+            return Err(Error::Shape(format!(
+                "episode has dimensions {:?}, the buffer {:?}",
+                self.dims, dims
+            )));
+        }
+        if dims.act == 0 || dims.goal == 0 {
+            return Err(Error::Shape(
+                "episodes need non-empty goals and actions".into(),
+            ));
+        }
+        let t = self.len();
+        let consistent = t > 0
+            && self.actions.len() == t * dims.act
+            && self.desired.len() == t * dims.goal
+            && self.obs.len() == (t + 1) * dims.obs
+            && self.achieved.len() == (t + 1) * dims.goal;
+        if !consistent {
+            return Err(Error::Shape(format!(
+                "episode vectors disagree: {} actions, {} desired, {} obs, {} achieved values",
+                self.actions.len(),
+                self.desired.len(),
+                self.obs.len(),
+                self.achieved.len()
+            )));
+        }
+        let all = [&self.obs, &self.achieved, &self.desired, &self.actions];
+        if all.iter().any(|v| v.iter().any(|x| !x.is_finite())) {
+            return Err(Error::Shape("episode holds a non-finite value".into()));
+        }
+        Ok(())
+    }
+}
+
+/// First bytes of a serialised buffer.
+const MAGIC: [u8; 8] = *b"shoalRB\0";
+/// Bumped whenever the serialised layout changes.
+const FORMAT_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    magic: [u8; 8],
+    version: u32,
+    dims: EpisodeDims,
+    episodes: u64,
+    transitions: u64,
+}
+
+/// A FIFO store of whole episodes with a capacity in transitions.
+///
+/// ```
+/// use shoal_algo::{Episode, EpisodeDims, ReplayBuffer};
+/// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
+/// let mut buffer = ReplayBuffer::new(dims, 3).unwrap();
+/// for _ in 0..2 {
+///     let mut episode = Episode::start(dims, &[0.0], &[0.0]);
+///     episode.push(&[1.0], &[0.5], &[0.1], &[0.1]);
+///     episode.push(&[1.0], &[0.5], &[0.2], &[0.2]);
+///     buffer.push(episode).unwrap();
+/// }
+/// // 4 transitions do not fit in 3: the first episode was evicted whole.
+/// assert_eq!((buffer.episodes(), buffer.transitions()), (1, 2));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReplayBuffer {
+    dims: EpisodeDims,
+    capacity: usize,
+    episodes: VecDeque<Episode>,
+    /// Global index of each stored episode's first transition, increasing;
+    /// sampling maps a transition index to its episode by binary search.
+    starts: VecDeque<u64>,
+    next_start: u64,
+    transitions: usize,
+}
+
+impl ReplayBuffer {
+    /// An empty buffer for episodes of `dims`, holding at most `capacity` transitions.
+    pub fn new(dims: EpisodeDims, capacity: usize) -> Result<Self> {
+        if capacity == 0 {
+            return Err(Error::Config(
+                "replay buffer capacity must be at least 1".into(),
+            ));
+        }
+        Ok(ReplayBuffer {
+            dims,
+            capacity,
+            episodes: VecDeque::new(),
+            starts: VecDeque::new(),
+            next_start: 0,
+            transitions: 0,
+        })
+    }
+
+    /// Widths of the stored episodes.
+    pub fn dims(&self) -> EpisodeDims {
+        self.dims
+    }
+
+    /// Maximum number of transitions.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Stored transitions.
+    pub fn transitions(&self) -> usize {
+        self.transitions
+    }
+
+    /// Stored episodes.
+    pub fn episodes(&self) -> usize {
+        self.episodes.len()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.transitions == 0
+    }
+
+    /// Episode `index`, oldest first.
+    pub fn episode(&self, index: usize) -> &Episode {
+        &self.episodes[index]
+    }
+
+    /// Stores `episode`, evicting the oldest episodes while over capacity.
+    pub fn push(&mut self, episode: Episode) -> Result<()> {
+        episode.check(self.dims)?;
+        if episode.len() > self.capacity {
+            return Err(Error::Config(format!(
+                "an episode of {} transitions does not fit a replay buffer of {}",
+                episode.len(),
+                self.capacity
+            )));
+        }
+        self.push_unchecked(episode);
+        Ok(())
+    }
+
+    fn push_unchecked(&mut self, episode: Episode) {
+        let len = episode.len();
+        self.starts.push_back(self.next_start);
+        self.next_start += len as u64;
+        self.transitions += len;
+        self.episodes.push_back(episode);
+        while self.transitions > self.capacity {
+            let evicted = self
+                .episodes
+                .pop_front()
+                .expect("over capacity means non-empty");
+            self.starts.pop_front();
+            self.transitions -= evicted.len();
+        }
+    }
+
+    /// A transition `(episode index, t)` drawn uniformly over all stored
+    /// transitions, or `None` when the buffer is empty.
+    pub fn sample_transition<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<(usize, usize)> {
+        if self.transitions == 0 {
+            return None;
+        }
+        let global = self.starts[0] + rng.random_range(0..self.transitions as u64);
+        let index = self.starts.partition_point(|start| *start <= global) - 1;
+        Some((index, (global - self.starts[index]) as usize))
+    }
+
+    /// Removes everything.
+    pub fn clear(&mut self) {
+        self.episodes.clear();
+        self.starts.clear();
+        self.transitions = 0;
+    }
+
+    /// The buffer as bytes: a header (magic, version, dimensions, counts),
+    /// then the episodes, oldest first.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let header = Header {
+            magic: MAGIC,
+            version: FORMAT_VERSION,
+            dims: self.dims,
+            episodes: self.episodes.len() as u64,
+            transitions: self.transitions as u64,
+        };
+        let mut bytes = postcard::to_stdvec(&header).expect("serialising a header cannot fail");
+        for episode in &self.episodes {
+            bytes.extend(postcard::to_stdvec(episode).expect("serialising vectors cannot fail"));
+        }
+        bytes
+    }
+
+    /// Replaces the contents with a buffer written by [`ReplayBuffer::to_bytes`].
+    /// The stored dimensions must match this buffer's; the capacity stays this
+    /// buffer's (the oldest episodes are evicted if the saved ones do not
+    /// fit). On error `self` is unchanged.
+    pub fn load_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let unreadable = |what: &str| Error::Shape(format!("replay buffer is unreadable: {what}"));
+        let (header, mut rest): (Header, &[u8]) =
+            postcard::take_from_bytes(bytes).map_err(|_| unreadable("no valid header"))?;
+        if header.magic != MAGIC {
+            return Err(unreadable("not a shoal replay buffer"));
+        }
+        if header.version != FORMAT_VERSION {
+            return Err(Error::Shape(format!(
+                "replay buffer has format version {}, this build reads version {FORMAT_VERSION}",
+                header.version
+            )));
+        }
+        if header.dims != self.dims {
+            return Err(Error::Shape(format!(
+                "replay buffer holds episodes of {:?}, this agent needs {:?}",
+                header.dims, self.dims
+            )));
+        }
+        let mut loaded = ReplayBuffer::new(self.dims, self.capacity)?;
+        let mut transitions = 0u64;
+        for i in 0..header.episodes {
+            let (episode, tail): (Episode, &[u8]) = postcard::take_from_bytes(rest)
+                .map_err(|e| unreadable(&format!("episode {i} of {}: {e}", header.episodes)))?;
+            episode.check(self.dims)?;
+            transitions += episode.len() as u64;
+            loaded.push_unchecked(episode);
+            rest = tail;
+        }
+        if !rest.is_empty() || transitions != header.transitions {
+            return Err(unreadable(
+                "length does not match its header (truncated or corrupt)",
+            ));
+        }
+        *self = loaded;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_core::rng_from_seed;
+
+    const DIMS: EpisodeDims = EpisodeDims {
+        obs: 2,
+        goal: 1,
+        act: 1,
+    };
+
+    /// An episode of `len` steps whose values encode `(id, t)`.
+    fn episode(id: f32, len: usize) -> Episode {
+        let mut e = Episode::start(DIMS, &[id, 0.0], &[0.0]);
+        for t in 1..=len {
+            e.push(&[9.0], &[id], &[id, t as f32], &[t as f32]);
+        }
+        e
+    }
+
+    #[test]
+    fn eviction_removes_whole_oldest_episodes() {
+        let mut buffer = ReplayBuffer::new(DIMS, 10).unwrap();
+        buffer.push(episode(0.0, 4)).unwrap();
+        buffer.push(episode(1.0, 4)).unwrap();
+        buffer.push(episode(2.0, 3)).unwrap();
+        assert_eq!((buffer.episodes(), buffer.transitions()), (2, 7));
+        assert_eq!(buffer.episode(0).obs(0)[0], 1.0);
+    }
+
+    #[test]
+    fn sampling_is_uniform_over_transitions_and_stays_inside_episodes() {
+        let mut buffer = ReplayBuffer::new(DIMS, 100).unwrap();
+        buffer.push(episode(0.0, 1)).unwrap();
+        buffer.push(episode(1.0, 9)).unwrap();
+        let mut rng = rng_from_seed(3);
+        let mut from_short = 0;
+        for _ in 0..10_000 {
+            let (e, t) = buffer.sample_transition(&mut rng).unwrap();
+            assert!(t < buffer.episode(e).len());
+            from_short += usize::from(e == 0);
+        }
+        // 1 of 10 transitions: expect 1000 ± 30 (binomial std), allow 5 std.
+        assert!((850..1150).contains(&from_short), "{from_short}");
+    }
+
+    #[test]
+    fn empty_buffer_samples_nothing_and_bad_episodes_are_rejected() {
+        let mut buffer = ReplayBuffer::new(DIMS, 5).unwrap();
+        assert!(buffer.sample_transition(&mut rng_from_seed(0)).is_none());
+        assert!(
+            buffer
+                .push(Episode::start(DIMS, &[0.0, 0.0], &[0.0]))
+                .is_err(),
+            "empty"
+        );
+        assert!(
+            buffer.push(episode(0.0, 6)).is_err(),
+            "longer than the capacity"
+        );
+        let mut nan = episode(0.0, 2);
+        nan.push(&[f32::NAN], &[0.0], &[0.0, 0.0], &[0.0]);
+        assert!(buffer.push(nan).is_err());
+        let other = EpisodeDims { obs: 3, ..DIMS };
+        assert!(
+            buffer
+                .push(Episode::start(other, &[0.0; 3], &[0.0]))
+                .is_err()
+        );
+        assert!(ReplayBuffer::new(DIMS, 0).is_err());
+    }
+
+    #[test]
+    fn bytes_round_trip_and_sampling_continues_identically() {
+        let mut buffer = ReplayBuffer::new(DIMS, 12).unwrap();
+        for id in 0..5 {
+            let mut e = episode(id as f32, 3 + id % 2);
+            e.set_terminated(id % 2 == 0);
+            buffer.push(e).unwrap();
+        }
+        let mut restored = ReplayBuffer::new(DIMS, 12).unwrap();
+        restored.load_bytes(&buffer.to_bytes()).unwrap();
+        assert_eq!(restored.episodes, buffer.episodes);
+        let (mut a, mut b) = (rng_from_seed(1), rng_from_seed(1));
+        for _ in 0..100 {
+            assert_eq!(
+                buffer.sample_transition(&mut a),
+                restored.sample_transition(&mut b)
+            );
+        }
+    }
+
+    #[test]
+    fn corrupt_truncated_or_mismatched_bytes_are_errors_and_leave_the_buffer_alone() {
+        let mut buffer = ReplayBuffer::new(DIMS, 20).unwrap();
+        buffer.push(episode(0.0, 3)).unwrap();
+        buffer.push(episode(1.0, 3)).unwrap();
+        let bytes = buffer.to_bytes();
+
+        let mut target = ReplayBuffer::new(DIMS, 20).unwrap();
+        target.push(episode(7.0, 2)).unwrap();
+        assert!(
+            target.load_bytes(&bytes[..bytes.len() - 5]).is_err(),
+            "truncated"
+        );
+        let mut extended = bytes.clone();
+        extended.push(0);
+        assert!(target.load_bytes(&extended).is_err(), "trailing bytes");
+        assert!(
+            target.load_bytes(b"not a buffer at all").is_err(),
+            "garbage"
+        );
+        let mut wrong_version = bytes.clone();
+        wrong_version[MAGIC.len()] = 9;
+        let message = target.load_bytes(&wrong_version).unwrap_err().to_string();
+        assert!(message.contains("version 9"), "{message}");
+        let mut other = ReplayBuffer::new(EpisodeDims { obs: 3, ..DIMS }, 20).unwrap();
+        assert!(
+            other
+                .load_bytes(&bytes)
+                .unwrap_err()
+                .to_string()
+                .contains("needs")
+        );
+        assert_eq!((target.episodes(), target.episode(0).obs(0)[0]), (1, 7.0));
+    }
+
+    #[test]
+    fn loading_into_a_smaller_buffer_keeps_the_newest_episodes() {
+        let mut buffer = ReplayBuffer::new(DIMS, 20).unwrap();
+        for id in 0..4 {
+            buffer.push(episode(id as f32, 3)).unwrap();
+        }
+        let mut small = ReplayBuffer::new(DIMS, 6).unwrap();
+        small.load_bytes(&buffer.to_bytes()).unwrap();
+        assert_eq!(small.episodes(), 2);
+        assert_eq!(small.episode(0).obs(0)[0], 2.0);
+    }
+}

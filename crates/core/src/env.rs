@@ -1,0 +1,263 @@
+//! Environments with Gymnasium's semantics: `reset`, `step`, `terminated`, `truncated`.
+
+use crate::{Error, Result, Space};
+
+/// Named scalar side-information of one step (reward terms, success flags).
+///
+/// A small vector rather than a map: it is built on every step of a hot loop.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Info(Vec<(&'static str, f64)>);
+
+impl Info {
+    /// An empty record.
+    pub fn new() -> Self {
+        Info(Vec::new())
+    }
+
+    /// Adds or replaces `key`; returns `self` for chaining.
+    pub fn with(mut self, key: &'static str, value: f64) -> Self {
+        self.insert(key, value);
+        self
+    }
+
+    /// Adds or replaces `key`.
+    pub fn insert(&mut self, key: &'static str, value: f64) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// The value stored under `key`, if any.
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    /// All entries in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+/// The outcome of one [`Env::step`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// Observation after the step.
+    pub obs: Vec<f32>,
+    /// Reward for the transition.
+    pub reward: f32,
+    /// The task itself ended (goal reached, agent died). Only this flag may
+    /// stop bootstrapping in a value target.
+    pub terminated: bool,
+    /// The episode was cut short by something outside the task (a time limit).
+    /// The next state still has value.
+    pub truncated: bool,
+    /// Reward terms and other diagnostics.
+    pub info: Info,
+}
+
+impl Step {
+    /// A step that neither terminates nor truncates, with empty info.
+    pub fn new(obs: Vec<f32>, reward: f32) -> Self {
+        Step {
+            obs,
+            reward,
+            terminated: false,
+            truncated: false,
+            info: Info::new(),
+        }
+    }
+
+    /// Whether the episode is over for either reason.
+    pub fn done(&self) -> bool {
+        self.terminated || self.truncated
+    }
+}
+
+/// A reinforcement-learning environment with Gymnasium's contract.
+///
+/// * `reset(Some(seed))` re-seeds the environment's generator, so the same seed
+///   and the same actions give a bit-identical episode; `reset(None)` continues
+///   the current random stream.
+/// * `step` validates the action against [`Env::action_space`]: a wrong length
+///   or a non-finite component is an [`Error`], never NaN state. Whether
+///   out-of-range components are clipped or rejected is each env's documented
+///   configuration.
+/// * `terminated` marks the task's real end, `truncated` an outside limit (see
+///   [`TimeLimit`]). After either, `step` fails with [`Error::NeedsReset`] until
+///   `reset` is called.
+///
+/// See the crate-level docs for a complete implementation.
+pub trait Env {
+    /// Bounds of the observation vector.
+    fn observation_space(&self) -> &Space;
+    /// Bounds of the action vector.
+    fn action_space(&self) -> &Space;
+    /// Starts a new episode and returns its first observation.
+    fn reset(&mut self, seed: Option<u64>) -> Vec<f32>;
+    /// Advances one control step.
+    fn step(&mut self, action: &[f32]) -> Result<Step>;
+}
+
+impl<E: Env + ?Sized> Env for Box<E> {
+    fn observation_space(&self) -> &Space {
+        (**self).observation_space()
+    }
+    fn action_space(&self) -> &Space {
+        (**self).action_space()
+    }
+    fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
+        (**self).reset(seed)
+    }
+    fn step(&mut self, action: &[f32]) -> Result<Step> {
+        (**self).step(action)
+    }
+}
+
+/// A goal-conditioned environment (Gymnasium-Robotics' `GoalEnv`).
+///
+/// Observations are flat vectors laid out as
+/// `[observation | achieved_goal | desired_goal]`, with both goals
+/// [`GoalEnv::goal_dim`] long, so goal envs run through every generic [`Env`]
+/// code path. [`GoalEnv::compute_reward`] is a pure function of the two goals,
+/// which is what lets hindsight experience replay recompute rewards for
+/// substituted goals.
+///
+/// ```
+/// # use shoal_core::GoalEnv;
+/// fn relabelled_reward<E: GoalEnv>(env: &E, obs: &[f32], new_goal: &[f32]) -> f32 {
+///     let (_, achieved, _) = env.split_obs(obs);
+///     env.compute_reward(achieved, new_goal)
+/// }
+/// ```
+pub trait GoalEnv: Env {
+    /// Length of the achieved and desired goal vectors.
+    fn goal_dim(&self) -> usize;
+
+    /// Reward for having reached `achieved` when `desired` was asked for.
+    /// Must not depend on any state of the environment.
+    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32;
+
+    /// Whether `achieved` counts as reaching `desired`.
+    fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool;
+
+    /// Splits a flat observation into `(observation, achieved_goal, desired_goal)`.
+    fn split_obs<'a>(&self, obs: &'a [f32]) -> (&'a [f32], &'a [f32], &'a [f32]) {
+        let g = self.goal_dim();
+        let n = obs.len() - 2 * g;
+        (&obs[..n], &obs[n..n + g], &obs[n + g..])
+    }
+
+    /// [`GoalEnv::compute_reward`] over row-major batches of goals.
+    fn compute_rewards(&self, achieved: &[f32], desired: &[f32]) -> Vec<f32> {
+        let g = self.goal_dim();
+        achieved
+            .chunks(g)
+            .zip(desired.chunks(g))
+            .map(|(a, d)| self.compute_reward(a, d))
+            .collect()
+    }
+}
+
+impl<E: GoalEnv + ?Sized> GoalEnv for Box<E> {
+    fn goal_dim(&self) -> usize {
+        (**self).goal_dim()
+    }
+    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        (**self).compute_reward(achieved, desired)
+    }
+    fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        (**self).is_success(achieved, desired)
+    }
+}
+
+/// Truncates episodes after `max_steps` control steps (Gymnasium's `TimeLimit`).
+///
+/// ```
+/// # use shoal_core::{Env, TimeLimit, Space, Step, Result};
+/// # struct Forever(Space);
+/// # impl Env for Forever {
+/// #     fn observation_space(&self) -> &Space { &self.0 }
+/// #     fn action_space(&self) -> &Space { &self.0 }
+/// #     fn reset(&mut self, _: Option<u64>) -> Vec<f32> { vec![0.0] }
+/// #     fn step(&mut self, _: &[f32]) -> Result<Step> { Ok(Step::new(vec![0.0], 1.0)) }
+/// # }
+/// let mut env = TimeLimit::new(Forever(Space::uniform(1, -1.0, 1.0)), 2);
+/// env.reset(None);
+/// assert!(!env.step(&[0.0]).unwrap().truncated);
+/// assert!(env.step(&[0.0]).unwrap().truncated);
+/// assert!(env.step(&[0.0]).is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct TimeLimit<E> {
+    inner: E,
+    max_steps: usize,
+    elapsed: usize,
+    done: bool,
+}
+
+impl<E> TimeLimit<E> {
+    /// Wraps `inner`, truncating after `max_steps` steps.
+    pub fn new(inner: E, max_steps: usize) -> Self {
+        TimeLimit {
+            inner,
+            max_steps,
+            elapsed: 0,
+            done: true,
+        }
+    }
+    /// The wrapped environment.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+    /// The wrapped environment, mutably.
+    pub fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    /// Steps taken in the current episode.
+    pub fn elapsed(&self) -> usize {
+        self.elapsed
+    }
+    /// The configured limit.
+    pub fn max_steps(&self) -> usize {
+        self.max_steps
+    }
+}
+
+impl<E: Env> Env for TimeLimit<E> {
+    fn observation_space(&self) -> &Space {
+        self.inner.observation_space()
+    }
+    fn action_space(&self) -> &Space {
+        self.inner.action_space()
+    }
+    fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
+        self.elapsed = 0;
+        self.done = false;
+        self.inner.reset(seed)
+    }
+    fn step(&mut self, action: &[f32]) -> Result<Step> {
+        if self.done {
+            return Err(Error::NeedsReset);
+        }
+        let mut step = self.inner.step(action)?;
+        self.elapsed += 1;
+        if self.elapsed >= self.max_steps {
+            step.truncated = true;
+        }
+        self.done = step.done();
+        Ok(step)
+    }
+}
+
+impl<E: GoalEnv> GoalEnv for TimeLimit<E> {
+    fn goal_dim(&self) -> usize {
+        self.inner.goal_dim()
+    }
+    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        self.inner.compute_reward(achieved, desired)
+    }
+    fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        self.inner.is_success(achieved, desired)
+    }
+}

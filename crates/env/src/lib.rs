@@ -1,0 +1,61 @@
+//! shoal-env: the environments shoal trains on, with Gymnasium's semantics.
+//!
+//! * [`Worm`] (`worm-v1`): a planar N-link swimmer in a viscous fluid on
+//!   rapier3d, the continuous-control task of the REINFORCE experiments, with
+//!   [`travelling_wave`] and [`best_travelling_wave`] as the open-loop
+//!   reference gait a trained policy is measured against.
+//! * [`ArmPush`] (`arm-push-v1`) and [`BallToNet`] (`ball-to-net-v1`):
+//!   goal-conditioned tasks for a gripper on a table (sparse −1/0 reward),
+//!   built from the shared pieces in [`arm`], for DDPG, HER and HAC.
+//! * [`PointReach`] and [`PointGoal`]: analytic toy tasks (no physics) that
+//!   learn in seconds, for algorithm tests.
+//! * [`check_env`] and [`check_goal_env`]: a reusable contract checker
+//!   (seeding, bounds, bad actions, episode ends) every env here passes.
+//!
+//! Every env implements [`shoal_core::Env`] (goal tasks also
+//! [`shoal_core::GoalEnv`]): `reset(Some(seed))` gives a bit-identical
+//! episode for the same actions, bad actions are typed errors, and each env's
+//! module docs follow Gymnasium's layout (Description, Action Space,
+//! Observation Space, Rewards, Starting State, Episode End, Arguments,
+//! Version History). This crate knows nothing of burn.
+//!
+//! # Example
+//!
+//! ```
+//! use shoal_core::Env;
+//! use shoal_env::{Worm, WormConfig, check_env, travelling_wave};
+//!
+//! let config = WormConfig::default().max_episode_steps(200);
+//! let mut worm = Worm::new(config.clone()).unwrap();
+//! let obs = worm.reset(Some(7));
+//! assert_eq!(obs.len(), 2 * config.links + 2);
+//! let mut episode_return = 0.0;
+//! for k in 0.. {
+//!     let t = k as f64 * config.control_dt as f64;
+//!     let step = worm.step(&travelling_wave(t, 1.0, 5.0, -1.2, config.links - 1)).unwrap();
+//!     episode_return += step.reward;
+//!     if step.done() {
+//!         break;
+//!     }
+//! }
+//! assert!(episode_return > 0.0, "the wave swims forward");
+//! check_env(|| Worm::new(WormConfig::default().max_episode_steps(50)).unwrap()).unwrap();
+//! ```
+
+pub mod arm;
+mod ball;
+mod check;
+mod push;
+mod toy;
+mod worm;
+
+pub use ball::{BALL_TO_NET_ID, BallToNet, BallToNetConfig, scripted_strike_action};
+pub use check::{check_env, check_goal_env};
+pub use push::{ARM_PUSH_ID, ArmPush, ArmPushConfig, scripted_push_action};
+pub use toy::{
+    POINT_GOAL_ID, POINT_REACH_ID, PointGoal, PointGoalConfig, PointReach, PointReachConfig,
+};
+pub use worm::{
+    GaitReference, WORM_ID, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,
+    try_best_travelling_wave,
+};

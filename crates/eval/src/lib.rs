@@ -1,0 +1,100 @@
+//! shoal-eval: the files of a training run — metrics log, summary,
+//! checkpoints and learning-curve plots.
+//!
+//! A run directory ([`RunDir`]) holds:
+//!
+//! | file | written by | content |
+//! |---|---|---|
+//! | `config.toml` | [`RunDir::write_config`] | the fully resolved configuration |
+//! | `metrics.jsonl` | [`MetricsLog`] | one JSON [`Record`] per line: `kind`, `episode`, `env_steps`, `wall_s`, namespaced scalars |
+//! | `summary.json` | [`Summary::write`] | headline numbers; `eval_return_mean` / `eval_success_rate` are `null` where they do not apply |
+//! | `checkpoints/` | [`CheckpointWriter`] | numbered checkpoints of named state blobs, the config and a checksummed meta file, plus a `latest` pointer |
+//! | `plots/` | [`plot_runs`] | PNG learning curves |
+//!
+//! Every file is written so that a run killed at any instant leaves nothing
+//! half-written: whole files go through [`atomic_write`] (temp file, fsync,
+//! rename), the metrics log is append-only with one write per line, and a
+//! checkpoint is complete before `latest` points at it. Loading verifies
+//! lengths and CRC-32s, and bad input is a [`shoal_core::Error`] naming the
+//! file (`Error::File { path, reason }`), never a panic.
+//!
+//! The crate knows nothing of burn or rapier3d: learner and replay states
+//! arrive as bytes.
+//!
+//! # Example: a run, a crash, a resume
+//!
+//! ```
+//! use shoal_eval::{
+//!     CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Summary,
+//!     check_config_matches, load_latest, plot_runs, read_metrics,
+//! };
+//!
+//! # fn main() -> shoal_core::Result<()> {
+//! let run = RunDir::new(std::env::temp_dir().join(format!("shoal-doc-crate-{}", std::process::id())));
+//! # let _ = std::fs::remove_dir_all(run.path());
+//! let config = "preset = \"worm-reinforce\"\nseed = 3\n[algo]\nhidden = 64\n";
+//! run.create()?;
+//! run.write_config(config)?;
+//!
+//! // Train: log each episode, checkpoint every 10 (after logging them).
+//! let mut log = MetricsLog::open(run.path())?;
+//! for episode in 1..=25u64 {
+//!     let (env_steps, wall_s) = (episode * 100, episode as f64 * 0.1);
+//!     log.write(&Record::new(RecordKind::Episode, episode, env_steps, wall_s)
+//!         .scalar("charts/episodic_return", episode as f64))?;
+//!     if episode % 10 == 0 {
+//!         let progress = Progress { episodes: episode, env_steps, wall_s, iteration: 0, seed: 3 };
+//!         CheckpointWriter::new(run.path(), config, progress)
+//!             .blob("learner", format!("weights after {episode}").into_bytes())
+//!             .blob("replay", vec![0u8; 64])
+//!             .commit()?;
+//!     }
+//! }
+//! // ... the process is killed after episode 25; restart with `--resume`:
+//! let checkpoint = load_latest(run.path())?;
+//! check_config_matches(checkpoint.config(), config, &["run.episodes"])?;
+//! assert_eq!(checkpoint.blob("learner")?, b"weights after 20");
+//! let mut log = MetricsLog::resume(run.path(), checkpoint.progress().episodes)?;
+//! assert_eq!(read_metrics(run.path())?.len(), 20); // episodes 21..=25 are redone
+//! for episode in 21..=30u64 {
+//!     log.write(&Record::new(RecordKind::Episode, episode, episode * 100, episode as f64 * 0.1)
+//!         .scalar("charts/episodic_return", episode as f64))?;
+//! }
+//!
+//! Summary { episodes: 30, env_steps: 3000, wall_s: 3.0, ..Default::default() }
+//!     .eval(10, 29.5, None)
+//!     .write(run.path())?;
+//! assert_eq!(Summary::read(run.path())?.eval_return_mean, Some(29.5));
+//! let pngs = plot_runs(&[run.path()], run.plots())?;
+//! assert!(pngs[0].ends_with("plots/return_vs_episode.png"));
+//! # std::fs::remove_dir_all(run.path()).unwrap();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `cargo run -p shoal-eval --example run_dir_tour` writes a few synthetic
+//! runs (three seeds of one preset, one hierarchical agent) and their plots.
+
+#![deny(missing_docs)]
+
+mod checkpoint;
+mod config_check;
+mod fsio;
+mod metrics;
+mod plot;
+mod run_dir;
+mod summary;
+
+pub use checkpoint::{
+    CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointWriter, FileCheck, Progress,
+    list_checkpoints, load_latest,
+};
+pub use config_check::check_config_matches;
+pub use fsio::atomic_write;
+pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics};
+pub use plot::{
+    EVAL_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH,
+    RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE, plot_runs,
+};
+pub use run_dir::{CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, PLOTS_DIR, RunDir, SUMMARY_FILE};
+pub use summary::Summary;

@@ -1,0 +1,546 @@
+//! Which figures a set of runs gets, and what goes in each (no drawing here).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::draw::{Band, Figure, Line, Panel, Weight};
+use super::series::{
+    Points, extract, moving_average, seed_band, smoothing_window, thin_envelope, thin_stride,
+};
+
+/// Training return against episode.
+pub const RETURN_VS_EPISODE_FILE: &str = "return_vs_episode.png";
+/// Training return against wall time.
+pub const RETURN_VS_WALL_FILE: &str = "return_vs_wall.png";
+/// Evaluation return (and success rate) against episode.
+pub const EVAL_FILE: &str = "eval.png";
+/// One panel per `losses/*` key.
+pub const LOSSES_FILE: &str = "losses.png";
+/// One panel per level of a hierarchical agent (`level0/…`, `level1/…`).
+pub const LEVELS_FILE: &str = "levels.png";
+
+const RETURN_KEY: &str = "charts/episodic_return";
+const EVAL_RETURN_KEY: &str = "eval/return_mean";
+const EVAL_SUCCESS_KEY: &str = "eval/success_rate";
+/// Points drawn per curve at most; more are invisible at this resolution.
+const MAX_POINTS: usize = 2000;
+/// Loss keys beyond this many are left out of the losses figure.
+const MAX_LOSS_PANELS: usize = 6;
+
+/// What the plots need to know about one run.
+#[derive(Clone, Debug)]
+pub(crate) struct RunData {
+    /// The run directory's name, used in legends.
+    pub label: String,
+    /// The `preset` key of its config, if any.
+    pub preset: Option<String>,
+    /// Its seed (`seed`, or `seed` in a top-level table), if any.
+    pub seed: Option<i64>,
+    pub records: Vec<Value>,
+}
+
+/// Runs drawn as one unit: a single run, or the seeds of one preset (drawn
+/// as their mean with a min–max band).
+struct Cohort<'a> {
+    label: String,
+    members: Vec<&'a RunData>,
+    color: usize,
+}
+
+/// Runs sharing a preset with pairwise different seeds become one cohort;
+/// every other run is a cohort of its own.
+fn cohorts(runs: &[RunData]) -> Vec<Cohort<'_>> {
+    let mut by_preset: BTreeMap<&str, Vec<&RunData>> = BTreeMap::new();
+    for run in runs {
+        if let Some(preset) = &run.preset {
+            by_preset.entry(preset).or_default().push(run);
+        }
+    }
+    let is_seed_group = |members: &[&RunData]| {
+        let seeds: BTreeSet<i64> = members.iter().filter_map(|run| run.seed).collect();
+        members.len() >= 2 && seeds.len() == members.len()
+    };
+    let mut cohorts: Vec<Cohort> = Vec::new();
+    let mut grouped: BTreeSet<&str> = BTreeSet::new();
+    for run in runs {
+        let group = run.preset.as_deref().and_then(|preset| {
+            let members = &by_preset[preset];
+            is_seed_group(members).then_some((preset, members))
+        });
+        match group {
+            Some((preset, _)) if grouped.contains(preset) => {}
+            Some((preset, members)) => {
+                grouped.insert(preset);
+                cohorts.push(Cohort {
+                    label: format!("{preset} ({} seeds)", members.len()),
+                    members: members.clone(),
+                    color: cohorts.len(),
+                });
+            }
+            None => cohorts.push(Cohort {
+                label: run.label.clone(),
+                members: vec![run],
+                color: cohorts.len(),
+            }),
+        }
+    }
+    cohorts
+}
+
+/// Every figure the runs have data for, with its file name.
+pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
+    let cohorts = cohorts(runs);
+    let mut figures = Vec::new();
+    if let Some(panel) = return_vs_episode(&cohorts) {
+        figures.push((
+            RETURN_VS_EPISODE_FILE,
+            Figure {
+                title: "Training return".into(),
+                panels: vec![panel],
+            },
+        ));
+    }
+    if let Some(panel) = return_vs_wall(&cohorts) {
+        figures.push((
+            RETURN_VS_WALL_FILE,
+            Figure {
+                title: "Training return over wall time".into(),
+                panels: vec![panel],
+            },
+        ));
+    }
+    let eval_panels: Vec<Panel> = [
+        eval_panel(
+            &cohorts,
+            EVAL_RETURN_KEY,
+            "Mean evaluation return",
+            "return",
+            None,
+        ),
+        eval_panel(
+            &cohorts,
+            EVAL_SUCCESS_KEY,
+            "Evaluation success rate",
+            "success rate",
+            Some((-0.02, 1.02)),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !eval_panels.is_empty() {
+        figures.push((
+            EVAL_FILE,
+            Figure {
+                title: "Evaluation with the policy frozen".into(),
+                panels: eval_panels,
+            },
+        ));
+    }
+    let loss_panels = loss_panels(runs, &cohorts);
+    if !loss_panels.is_empty() {
+        figures.push((
+            LOSSES_FILE,
+            Figure {
+                title: "Losses".into(),
+                panels: loss_panels,
+            },
+        ));
+    }
+    let level_panels = level_panels(runs);
+    if !level_panels.is_empty() {
+        figures.push((
+            LEVELS_FILE,
+            Figure {
+                title: "Per-level metrics (hierarchical agent)".into(),
+                panels: level_panels,
+            },
+        ));
+    }
+    figures
+}
+
+/// Raw (faint) and smoothed (bold) versions of a noisy curve.
+fn smoothed_lines(raw: &Points, window: usize, color: usize, label: Option<String>) -> Vec<Line> {
+    let mut lines = Vec::with_capacity(2);
+    if window > 1 {
+        lines.push(Line {
+            points: thin_envelope(raw, MAX_POINTS),
+            color,
+            weight: Weight::Faint,
+            label: None,
+            markers: false,
+        });
+    }
+    lines.push(Line {
+        points: thin_stride(&moving_average(raw, window), MAX_POINTS),
+        color,
+        weight: Weight::Bold,
+        label,
+        markers: false,
+    });
+    lines
+}
+
+fn return_vs_episode(cohorts: &[Cohort]) -> Option<Panel> {
+    let curves: Vec<Vec<Points>> = cohorts
+        .iter()
+        .map(|c| {
+            c.members
+                .iter()
+                .map(|run| extract(&run.records, "episode", RETURN_KEY))
+                .collect()
+        })
+        .collect();
+    let longest = curves.iter().flatten().map(Vec::len).max().unwrap_or(0);
+    if longest == 0 {
+        return None;
+    }
+    let window = smoothing_window(longest);
+    let mut panel = panel(
+        smoothing_title("Episodic return", window),
+        "episode",
+        "episodic return",
+    );
+    for (cohort, raws) in cohorts.iter().zip(&curves) {
+        let smoothed: Vec<Points> = raws.iter().map(|raw| moving_average(raw, window)).collect();
+        match seed_band(&smoothed, MAX_POINTS) {
+            Some(band) => add_band(&mut panel, cohort, &smoothed, band, false),
+            None => {
+                let many = cohort.members.len() > 1;
+                for (run, raw) in cohort
+                    .members
+                    .iter()
+                    .zip(raws)
+                    .filter(|(_, raw)| !raw.is_empty())
+                {
+                    let label = if many {
+                        run.label.clone()
+                    } else {
+                        cohort.label.clone()
+                    };
+                    panel
+                        .lines
+                        .extend(smoothed_lines(raw, window, cohort.color, Some(label)));
+                }
+            }
+        }
+    }
+    Some(panel)
+}
+
+/// Seeds faint, their min–max shaded, their mean bold and labelled.
+fn add_band(
+    panel: &mut Panel,
+    cohort: &Cohort,
+    curves: &[Points],
+    band: super::series::SeedBand,
+    markers: bool,
+) {
+    for curve in curves {
+        panel.lines.push(Line {
+            points: thin_stride(curve, MAX_POINTS),
+            color: cohort.color,
+            weight: Weight::Member,
+            label: None,
+            markers: false,
+        });
+    }
+    panel.bands.push(Band {
+        lower: band.lower,
+        upper: band.upper,
+        color: cohort.color,
+    });
+    panel.lines.push(Line {
+        points: band.mean,
+        color: cohort.color,
+        weight: Weight::Bold,
+        label: Some(format!("{}: mean, min–max shaded", cohort.label)),
+        markers,
+    });
+}
+
+fn return_vs_wall(cohorts: &[Cohort]) -> Option<Panel> {
+    let runs: Vec<(&Cohort, &RunData, Points)> = cohorts
+        .iter()
+        .flat_map(|c| c.members.iter().map(move |run| (c, *run)))
+        .map(|(c, run)| (c, run, extract(&run.records, "wall_s", RETURN_KEY)))
+        .filter(|(_, _, points)| !points.is_empty())
+        .collect();
+    let longest = runs.iter().map(|(_, _, p)| p.len()).max()?;
+    let max_wall = runs
+        .iter()
+        .flat_map(|(_, _, p)| p.iter().map(|q| q.0))
+        .fold(0.0, f64::max);
+    let (unit, scale) = match max_wall {
+        s if s >= 3.0 * 3600.0 => ("h", 3600.0),
+        s if s >= 600.0 => ("min", 60.0),
+        _ => ("s", 1.0),
+    };
+    let window = smoothing_window(longest);
+    let mut panel = panel(
+        smoothing_title("Episodic return", window),
+        &format!("wall time ({unit})"),
+        "episodic return",
+    );
+    let mut labelled: BTreeSet<usize> = BTreeSet::new();
+    for (cohort, _, points) in &runs {
+        let scaled: Points = points.iter().map(|&(x, y)| (x / scale, y)).collect();
+        // One legend entry per cohort: its seeds share a colour.
+        let label = labelled.insert(cohort.color).then(|| cohort.label.clone());
+        panel
+            .lines
+            .extend(smoothed_lines(&scaled, window, cohort.color, label));
+    }
+    Some(panel)
+}
+
+fn eval_panel(
+    cohorts: &[Cohort],
+    key: &str,
+    title: &str,
+    y_desc: &str,
+    y_range: Option<(f64, f64)>,
+) -> Option<Panel> {
+    let curves: Vec<Vec<Points>> = cohorts
+        .iter()
+        .map(|c| {
+            c.members
+                .iter()
+                .map(|run| extract(&run.records, "episode", key))
+                .collect()
+        })
+        .collect();
+    if curves.iter().flatten().all(Vec::is_empty) {
+        return None;
+    }
+    let mut panel = panel(title.to_string(), "episode", y_desc);
+    panel.y_range = y_range;
+    for (cohort, curves) in cohorts.iter().zip(&curves) {
+        match seed_band(curves, MAX_POINTS) {
+            Some(band) => add_band(&mut panel, cohort, curves, band, true),
+            None => {
+                let many = cohort.members.len() > 1;
+                for (run, curve) in cohort
+                    .members
+                    .iter()
+                    .zip(curves)
+                    .filter(|(_, c)| !c.is_empty())
+                {
+                    panel.lines.push(Line {
+                        points: thin_stride(curve, MAX_POINTS),
+                        color: cohort.color,
+                        weight: Weight::Bold,
+                        label: Some(if many {
+                            run.label.clone()
+                        } else {
+                            cohort.label.clone()
+                        }),
+                        markers: curve.len() <= 60,
+                    });
+                }
+            }
+        }
+    }
+    Some(panel)
+}
+
+/// Sorted union of the record keys for which `select` holds.
+fn keys_where(runs: &[RunData], select: impl Fn(&str) -> bool) -> BTreeSet<&str> {
+    runs.iter()
+        .flat_map(|run| run.records.iter())
+        .filter_map(Value::as_object)
+        .flat_map(|object| object.keys())
+        .map(String::as_str)
+        .filter(|key| select(key))
+        .collect()
+}
+
+fn loss_panels(runs: &[RunData], cohorts: &[Cohort]) -> Vec<Panel> {
+    let keys = keys_where(runs, |key| key.starts_with("losses/"));
+    let many = runs.len() > 1;
+    keys.into_iter()
+        .take(MAX_LOSS_PANELS)
+        .filter_map(|key| {
+            let mut panel = panel(key.to_string(), "episode", "");
+            let mut labelled: BTreeSet<usize> = BTreeSet::new();
+            for cohort in cohorts {
+                for run in &cohort.members {
+                    let raw = extract(&run.records, "episode", key);
+                    if raw.is_empty() {
+                        continue;
+                    }
+                    // One legend entry per cohort: its seeds share a colour.
+                    let label =
+                        (many && labelled.insert(cohort.color)).then(|| cohort.label.clone());
+                    let window = smoothing_window(raw.len());
+                    panel
+                        .lines
+                        .extend(smoothed_lines(&raw, window, cohort.color, label));
+                }
+            }
+            (!panel.lines.is_empty()).then_some(panel)
+        })
+        .collect()
+}
+
+/// `level3/losses/critic` → `(3, "losses/critic")`.
+fn split_level_key(key: &str) -> Option<(u32, &str)> {
+    let rest = key.strip_prefix("level")?;
+    let (digits, name) = rest.split_once('/')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || name.is_empty() {
+        return None;
+    }
+    Some((digits.parse().ok()?, name))
+}
+
+fn level_panels(runs: &[RunData]) -> Vec<Panel> {
+    let mut by_level: BTreeMap<u32, Vec<(&str, &str)>> = BTreeMap::new();
+    for key in keys_where(runs, |key| split_level_key(key).is_some()) {
+        if let Some((level, name)) = split_level_key(key) {
+            by_level.entry(level).or_default().push((key, name));
+        }
+    }
+    let many = runs.len() > 1;
+    by_level
+        .into_iter()
+        .map(|(level, keys)| {
+            let mut panel = panel(format!("level {level}"), "episode", "");
+            for (run_index, run) in runs.iter().enumerate() {
+                for (key_index, (key, name)) in keys.iter().enumerate() {
+                    let raw = extract(&run.records, "episode", key);
+                    if raw.is_empty() {
+                        continue;
+                    }
+                    let label = if many {
+                        format!("{}: {name}", run.label)
+                    } else {
+                        name.to_string()
+                    };
+                    let color = key_index + run_index * keys.len();
+                    let window = smoothing_window(raw.len());
+                    panel
+                        .lines
+                        .extend(smoothed_lines(&raw, window, color, Some(label)));
+                }
+            }
+            panel
+        })
+        .filter(|panel| !panel.lines.is_empty())
+        .collect()
+}
+
+fn panel(title: String, x_desc: &str, y_desc: &str) -> Panel {
+    Panel {
+        title,
+        x_desc: x_desc.to_string(),
+        y_desc: y_desc.to_string(),
+        y_range: None,
+        lines: Vec::new(),
+        bands: Vec::new(),
+    }
+}
+
+fn smoothing_title(what: &str, window: usize) -> String {
+    if window > 1 {
+        format!("{what} (moving average over {window} episodes; raw faint)")
+    } else {
+        what.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn run(label: &str, preset: Option<&str>, seed: Option<i64>, episodes: u64) -> RunData {
+        let records = (1..=episodes)
+            .map(|e| {
+                json!({"kind": "episode", "episode": e, "env_steps": e * 10, "wall_s": e as f64,
+                       "charts/episodic_return": e as f64})
+            })
+            .collect();
+        RunData {
+            label: label.into(),
+            preset: preset.map(Into::into),
+            seed,
+            records,
+        }
+    }
+
+    #[test]
+    fn seeds_of_one_preset_form_one_cohort() {
+        let runs = vec![
+            run("a", Some("worm"), Some(1), 10),
+            run("b", Some("push"), Some(1), 10),
+            run("c", Some("worm"), Some(2), 10),
+        ];
+        let cohorts = cohorts(&runs);
+        assert_eq!(cohorts.len(), 2);
+        assert_eq!(cohorts[0].label, "worm (2 seeds)");
+        assert_eq!(cohorts[0].members.len(), 2);
+        assert_eq!(cohorts[1].label, "b");
+    }
+
+    #[test]
+    fn same_preset_same_seed_runs_stay_separate() {
+        let runs = vec![
+            run("a", Some("worm"), Some(1), 5),
+            run("b", Some("worm"), Some(1), 5),
+        ];
+        assert_eq!(cohorts(&runs).len(), 2);
+    }
+
+    #[test]
+    fn seed_group_gets_a_band_and_single_run_does_not() {
+        let runs = vec![
+            run("a", Some("worm"), Some(1), 50),
+            run("c", Some("worm"), Some(2), 40),
+        ];
+        let figures = build_figures(&runs);
+        let (name, figure) = &figures[0];
+        assert_eq!(*name, RETURN_VS_EPISODE_FILE);
+        assert_eq!(figure.panels[0].bands.len(), 1);
+        let single = build_figures(&runs[..1]);
+        assert!(single[0].1.panels[0].bands.is_empty());
+    }
+
+    #[test]
+    fn level_keys_give_one_panel_per_level() {
+        let mut data = run("hac", None, None, 5);
+        data.records.push(
+            json!({"kind": "update", "episode": 5, "env_steps": 50, "wall_s": 5.0,
+            "level0/losses/critic": 1.0, "level1/losses/critic": 2.0, "level1/losses/actor": 0.5,
+            "losses/policy": 0.1}),
+        );
+        let figures = build_figures(&[data]);
+        let names: Vec<&str> = figures.iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            vec![
+                RETURN_VS_EPISODE_FILE,
+                RETURN_VS_WALL_FILE,
+                LOSSES_FILE,
+                LEVELS_FILE
+            ]
+        );
+        let levels = &figures[3].1;
+        assert_eq!(levels.panels.len(), 2);
+        assert_eq!(levels.panels[1].title, "level 1");
+        assert_eq!(levels.panels[1].lines.len(), 2);
+    }
+
+    #[test]
+    fn level_key_parsing_rejects_lookalikes() {
+        assert_eq!(
+            split_level_key("level2/losses/critic"),
+            Some((2, "losses/critic"))
+        );
+        assert_eq!(split_level_key("levels/x"), None);
+        assert_eq!(split_level_key("level1/"), None);
+        assert_eq!(split_level_key("level/x"), None);
+    }
+}

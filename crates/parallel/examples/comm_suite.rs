@@ -1,0 +1,141 @@
+//! Runs the communicator check and all three strategies (with the toy
+//! learner) on one backend, and checks that the strategies give the same
+//! results as on threads. This is how the MPI backend is tested:
+//!
+//! ```text
+//! cargo build -p shoal-parallel --features mpi --example comm_suite
+//! mpirun -n 2 --oversubscribe --allow-run-as-root target/debug/examples/comm_suite mpi 2
+//! cargo run -p shoal-parallel --example comm_suite -- processes 3
+//! ```
+//!
+//! Prints one line per check on rank 0 and exits non-zero if any fails.
+
+use shoal_core::{Error, Result};
+use shoal_parallel::testing::{Quadratic, check_communicator};
+use shoal_parallel::{
+    AveragingConfig, Backend, Communicator, Control, GatherConfig, GradientAveraging,
+    IterationRecord, Pool, PoolConfig, RolloutGather, Strategy, launch, run_threads,
+};
+
+const SEED: u64 = 3;
+
+/// Rank 0's records and final parameters for one strategy.
+type Digest = (Vec<IterationRecord>, Vec<f32>);
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let backend = args.next().unwrap_or_else(|| "threads".into());
+    let workers = args.next().unwrap_or_else(|| "2".into());
+    if let Err(error) = run(&backend, &workers) {
+        eprintln!("error: {error}");
+        std::process::exit(1);
+    }
+}
+
+fn run(backend: &str, workers: &str) -> Result<()> {
+    let backend: Backend = backend.parse()?;
+    let workers: usize = workers
+        .parse()
+        .map_err(|_| Error::Config(format!("worker count must be a number, got {workers:?}")))?;
+    let Some(digests) = launch(backend, workers, everything)? else {
+        return Ok(()); // not rank 0
+    };
+    println!("communicator check: ok on {workers} ranks ({backend})");
+    let reference = run_threads(workers, everything)?.swap_remove(0);
+    let mut all_match = true;
+    for ((name, digest), (_, expected)) in digests.iter().zip(&reference) {
+        let (records, params) = digest;
+        let matches = digest == expected;
+        all_match &= matches;
+        let last = records
+            .last()
+            .and_then(|r| r.train_return_mean)
+            .unwrap_or(f64::NAN);
+        println!(
+            "{name}: {} iterations, last train return {last:.4}, parameters {params:?}, {} threads",
+            records.len(),
+            if matches {
+                "identical to"
+            } else {
+                "DIFFERENT FROM"
+            }
+        );
+    }
+    if all_match {
+        Ok(())
+    } else {
+        Err(Error::Comm(format!("{backend} and threads disagree")))
+    }
+}
+
+/// The body every rank runs: the communicator check, then each strategy.
+fn everything(comm: &dyn Communicator) -> Result<Vec<(String, Digest)>> {
+    check_communicator(comm)?;
+    let pool = PoolConfig::default()
+        .iterations(6)
+        .episodes_per_iteration(4)
+        .eval_episodes(3);
+    let gather = GatherConfig::default()
+        .iterations(6)
+        .episodes_per_worker(2)
+        .eval_interval(3);
+    let averaging = AveragingConfig::default()
+        .iterations(6)
+        .episodes_per_iteration(2)
+        .eval_interval(3);
+    let mut same_rate = Quadratic::new(SEED, comm.rank());
+    same_rate.learning_rate = 0.05;
+    Ok(vec![
+        (
+            "pool".into(),
+            digest(
+                comm,
+                &mut Pool::new(pool),
+                Quadratic::new(SEED, comm.rank()),
+            )?,
+        ),
+        (
+            "gather".into(),
+            digest(
+                comm,
+                &mut RolloutGather::new(gather),
+                Quadratic::new(SEED, comm.rank()),
+            )?,
+        ),
+        (
+            "averaging".into(),
+            digest(comm, &mut GradientAveraging::new(averaging), same_rate)?,
+        ),
+    ])
+}
+
+/// Runs `strategy` and checks that every rank ends with the same parameters.
+fn digest<S: Strategy<Quadratic>>(
+    comm: &dyn Communicator,
+    strategy: &mut S,
+    mut learner: Quadratic,
+) -> Result<Digest> {
+    let mut records = Vec::new();
+    strategy.run(
+        comm,
+        &mut learner,
+        &mut |record: &IterationRecord, _: &Quadratic| {
+            records.push(record.clone());
+            Ok(Control::Continue)
+        },
+    )?;
+    let bytes: Vec<u8> = learner
+        .params
+        .iter()
+        .flat_map(|p| p.to_le_bytes())
+        .collect();
+    if let Some(all) = comm.gather_bytes(&bytes, 0)?
+        && let Some(rank) = all.iter().position(|b| *b != bytes)
+    {
+        return Err(Error::Comm(format!(
+            "{}: rank {rank} ended with other parameters than rank 0",
+            strategy.name()
+        )));
+    }
+    Ok((records, learner.params))
+}

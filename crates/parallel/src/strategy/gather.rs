@@ -1,0 +1,283 @@
+//! Rollout gathering ([`RolloutGather`], [`GatherConfig`]): every worker
+//! collects episodes with the current policy, rank 0 updates on all of them
+//! and broadcasts the new weights.
+
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, Result, RolloutLearner, derive_seed};
+
+use super::{
+    Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
+    decide, decode, encode, eval_steps, own_error_first, record_from_stats, require, share,
+};
+use crate::comm::{Communicator, comm_error};
+
+/// The gather strategy's [`Strategy::name`].
+const NAME: &str = "gather";
+
+/// Settings of [`RolloutGather`].
+///
+/// ```
+/// use shoal_parallel::GatherConfig;
+/// let config = GatherConfig::default().episodes_per_worker(4).eval_interval(0);
+/// assert_eq!(config.iterations, 100);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatherConfig {
+    /// Total iterations (updates) of the run, counting those done before a
+    /// resume. Default: 100.
+    pub iterations: u64,
+    /// Episodes each worker collects per iteration, so one update sees
+    /// `episodes_per_worker × workers` episodes. Default: 1.
+    pub episodes_per_worker: usize,
+    /// Rank 0 evaluates the policy every this many iterations (and after the
+    /// last); 0 never evaluates. Default: 10.
+    pub eval_interval: u64,
+    /// Frozen-policy evaluation episodes. Default: 5.
+    pub eval_episodes: usize,
+    /// Seed of the evaluation environments (iteration `i` uses
+    /// `derive_seed(seed, i)`). Default: 0.
+    pub seed: u64,
+}
+
+impl Default for GatherConfig {
+    fn default() -> Self {
+        GatherConfig {
+            iterations: 100,
+            episodes_per_worker: 1,
+            eval_interval: 10,
+            eval_episodes: 5,
+            seed: 0,
+        }
+    }
+}
+
+impl GatherConfig {
+    /// Sets the total number of iterations.
+    #[must_use]
+    pub fn iterations(mut self, iterations: u64) -> Self {
+        self.iterations = iterations;
+        self
+    }
+
+    /// Sets the episodes each worker collects per iteration.
+    #[must_use]
+    pub fn episodes_per_worker(mut self, episodes: usize) -> Self {
+        self.episodes_per_worker = episodes;
+        self
+    }
+
+    /// Sets how often rank 0 evaluates (0: never).
+    #[must_use]
+    pub fn eval_interval(mut self, interval: u64) -> Self {
+        self.eval_interval = interval;
+        self
+    }
+
+    /// Sets the evaluation episodes.
+    #[must_use]
+    pub fn eval_episodes(mut self, episodes: usize) -> Self {
+        self.eval_episodes = episodes;
+        self
+    }
+
+    /// Sets the evaluation seed.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        require(self.episodes_per_worker > 0, || {
+            "gather: episodes_per_worker must be at least 1".into()
+        })?;
+        require(self.eval_interval == 0 || self.eval_episodes > 0, || {
+            "gather: eval_episodes must be at least 1 when eval_interval is set".into()
+        })
+    }
+
+    fn evaluates_at(&self, iteration: u64) -> bool {
+        self.eval_interval > 0
+            && (iteration.is_multiple_of(self.eval_interval) || iteration == self.iterations)
+    }
+}
+
+/// Rollout gathering for any [`RolloutLearner`] — the batch-algorithm
+/// pattern of MPI baselines.
+///
+/// At the start rank 0's parameters (after loading [`Resume::state`], if
+/// given) are broadcast to every worker. Each iteration every worker collects
+/// `episodes_per_worker` episodes with the current policy
+/// ([`RolloutLearner::collect`]); rank 0 gathers all rollouts in rank order,
+/// updates on them ([`RolloutLearner::update`]) and broadcasts its new
+/// parameters ([`RolloutLearner::parameters`] /
+/// [`RolloutLearner::set_parameters`]). Only rank 0 updates, so only rank 0's
+/// optimiser state matters (and is what a checkpoint should save).
+#[derive(Clone, Debug)]
+pub struct RolloutGather {
+    config: GatherConfig,
+    resume: Resume,
+}
+
+impl RolloutGather {
+    /// A run starting from rank 0's learner.
+    pub fn new(config: GatherConfig) -> Self {
+        RolloutGather {
+            config,
+            resume: Resume::default(),
+        }
+    }
+
+    /// Continues a run: rank 0 loads `resume.state` (if given) before the
+    /// first broadcast, and the counters continue from `resume.counters`.
+    #[must_use]
+    pub fn resume(mut self, resume: Resume) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GatherConfig {
+        &self.config
+    }
+}
+
+impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn run(
+        &mut self,
+        comm: &dyn Communicator,
+        learner: &mut L,
+        on_iteration: &mut OnIteration<'_, L>,
+    ) -> Result<RunSummary> {
+        // Rank 0's configuration and counters are authoritative.
+        let root_config = comm
+            .is_root()
+            .then(|| self.config.validate().map(|()| self.config.clone()));
+        let config = share(comm, root_config)?;
+        let root_counters = comm.is_root().then_some(Ok(self.resume.counters));
+        let mut counters: Counters = share(comm, root_counters)?;
+        let loaded = comm.is_root().then(|| match &self.resume.state {
+            Some(state) => learner.load_state(state),
+            None => Ok(()),
+        });
+        share(comm, loaded)?;
+        sync_parameters(comm, learner)?;
+
+        let mut last = None;
+        let mut stopped_early = false;
+        while counters.iteration < config.iterations {
+            let iteration = counters.iteration + 1;
+            let collected = learner.collect(config.episodes_per_worker);
+            let (outcome, rollout) = match collected {
+                Ok((rollout, report)) => (Ok(WorkerStats::from_report(&report)), rollout),
+                Err(error) => (Err(error), Vec::new()),
+            };
+            let payload = pack(&outcome, &rollout)?;
+            drop(rollout);
+            let gathered = match comm.gather_bytes(&payload, 0) {
+                Ok(gathered) => gathered,
+                Err(error) => return Err(outcome.err().unwrap_or(error)),
+            };
+            let from_root = gathered.map(|all| {
+                let mut stats = Vec::with_capacity(all.len());
+                let mut rollouts = Vec::with_capacity(all.len());
+                for (rank, bytes) in all.iter().enumerate() {
+                    let (worker, rollout) = unpack(bytes)?;
+                    stats.push(worker.map_err(|m| comm_error(format!("rank {rank} failed: {m}")))?);
+                    rollouts.push(rollout);
+                }
+                let update = learner.update(&rollouts)?;
+                let mut next = counters;
+                let mut record = record_from_stats(NAME, &mut next, &stats);
+                record.scalars = update.scalars;
+                if config.evaluates_at(iteration) {
+                    let eval = learner
+                        .evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
+                    record.eval_env_steps += eval_steps(&eval);
+                    record.eval = Some(eval);
+                }
+                Ok::<IterationRecord, Error>(record)
+            });
+            let record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
+            counters = record.counters();
+            sync_parameters(comm, learner)?;
+
+            let control = decide(comm, &record, &*learner, on_iteration)?;
+            last = Some(record);
+            if control == Control::Stop {
+                stopped_early = counters.iteration < config.iterations;
+                break;
+            }
+        }
+        Ok(RunSummary {
+            counters,
+            last,
+            stopped_early,
+        })
+    }
+}
+
+/// Broadcasts rank 0's parameters to every worker.
+fn sync_parameters<L: RolloutLearner + ?Sized>(
+    comm: &dyn Communicator,
+    learner: &mut L,
+) -> Result<()> {
+    let mut parameters = learner.parameters();
+    comm.broadcast(&mut parameters, 0)?;
+    if !comm.is_root() {
+        learner.set_parameters(&parameters)?;
+    }
+    Ok(())
+}
+
+/// `[stats length u64][stats][rollout]`: the rollout travels as raw bytes.
+fn pack(outcome: &Result<WorkerStats>, rollout: &[u8]) -> Result<Vec<u8>> {
+    let wire: std::result::Result<&WorkerStats, String> =
+        outcome.as_ref().map_err(|e| e.to_string());
+    let stats = encode(&wire)?;
+    let mut out = Vec::with_capacity(8 + stats.len() + rollout.len());
+    out.extend_from_slice(&(stats.len() as u64).to_le_bytes());
+    out.extend_from_slice(&stats);
+    out.extend_from_slice(rollout);
+    Ok(out)
+}
+
+fn unpack(bytes: &[u8]) -> Result<(std::result::Result<WorkerStats, String>, Vec<u8>)> {
+    let bad = || comm_error("malformed rollout message");
+    let (head, rest) = bytes.split_at_checked(8).ok_or_else(bad)?;
+    let len = u64::from_le_bytes(head.try_into().expect("8 bytes")) as usize;
+    let (stats, rollout) = rest.split_at_checked(len).ok_or_else(bad)?;
+    Ok((decode(stats)?, rollout.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollout_messages_round_trip() {
+        let stats = WorkerStats {
+            episodes: 3,
+            env_steps: 30,
+            ..Default::default()
+        };
+        let (back, rollout) = unpack(&pack(&Ok(stats), &[7, 8, 9]).unwrap()).unwrap();
+        assert_eq!(back.unwrap().env_steps, 30);
+        assert_eq!(rollout, vec![7, 8, 9]);
+        let (failed, _) = unpack(&pack(&Err(Error::Config("x".into())), &[]).unwrap()).unwrap();
+        assert_eq!(failed.unwrap_err(), "invalid configuration: x");
+    }
+
+    #[test]
+    fn evaluation_runs_at_the_interval_and_after_the_last_iteration() {
+        let config = GatherConfig::default().iterations(25).eval_interval(10);
+        let at: Vec<u64> = (1..=25).filter(|i| config.evaluates_at(*i)).collect();
+        assert_eq!(at, vec![10, 20, 25]);
+        assert!(!GatherConfig::default().eval_interval(0).evaluates_at(10));
+    }
+}

@@ -1,0 +1,778 @@
+//! The [`Strategy`] trait, what a strategy reports each iteration
+//! ([`IterationRecord`], [`OnIteration`], [`Control`]) and the helpers the
+//! built-in strategies share.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, EvalReport, LearnReport, Result};
+
+use crate::comm::{Communicator, comm_error};
+
+pub(crate) mod averaging;
+pub(crate) mod gather;
+pub(crate) mod pool;
+
+/// A way of training one learner per rank together, written against
+/// [`Communicator`] and a learner trait from shoal-core.
+///
+/// `run` is called on every rank with that rank's learner (build it from the
+/// rank, e.g. `make_learner(comm.rank())`, seeding its generators with
+/// [`worker_seed`]). `on_iteration` is called on rank 0 only, after each
+/// iteration, with the iteration's record and rank 0's learner (holding the
+/// agent the strategy considers current, ready for a checkpoint); its
+/// [`Control`] is shared with every rank. The returned [`RunSummary`] is the
+/// same on every rank.
+///
+/// A failure on any rank (a learner error, an observer error) ends the run
+/// on every rank: the failing rank returns its own error, the others an
+/// [`Error::Comm`] naming it.
+pub trait Strategy<L: ?Sized> {
+    /// Short name used in records (`pool`, `gather`, `averaging`).
+    fn name(&self) -> &str;
+    /// Trains `learner` together with the learners of the other ranks.
+    fn run(
+        &mut self,
+        comm: &dyn Communicator,
+        learner: &mut L,
+        on_iteration: &mut OnIteration<'_, L>,
+    ) -> Result<RunSummary>;
+}
+
+/// The callback a [`Strategy`] calls on rank 0 after every iteration: write a
+/// line of `metrics.jsonl`, advance a progress bar, save a checkpoint from the
+/// learner, or stop early.
+///
+/// ```
+/// use shoal_parallel::{Control, IterationRecord, OnIteration};
+/// struct Toy;
+/// let mut seen = Vec::new();
+/// let mut log = |record: &IterationRecord, _learner: &Toy| {
+///     seen.push(record.iteration);
+///     Ok(if record.iteration >= 3 { Control::Stop } else { Control::Continue })
+/// };
+/// let callback: &mut OnIteration<'_, Toy> = &mut log;
+/// # let _ = callback;
+/// ```
+pub type OnIteration<'a, L> = dyn FnMut(&IterationRecord, &L) -> Result<Control> + 'a;
+
+/// An [`OnIteration`] callback that records nothing and never stops.
+pub fn keep_going<L: ?Sized>(_record: &IterationRecord, _learner: &L) -> Result<Control> {
+    Ok(Control::Continue)
+}
+
+/// What the rank-0 callback asks the strategy to do next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Control {
+    /// Run the next iteration.
+    #[default]
+    Continue,
+    /// Stop after this iteration (for example a time budget ran out).
+    Stop,
+}
+
+/// The seed of rank `rank`'s generators for a run seeded with `seed`:
+/// `seed + rank`, as MPI programs conventionally do.
+///
+/// ```
+/// assert_eq!(shoal_parallel::worker_seed(7, 2), 9);
+/// ```
+pub fn worker_seed(seed: u64, rank: usize) -> u64 {
+    seed.wrapping_add(rank as u64)
+}
+
+/// Progress counters of a run, kept across resumes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Iterations completed.
+    pub iteration: u64,
+    /// Training episodes completed, summed over all workers.
+    pub episodes: u64,
+    /// Training environment steps, summed over all workers.
+    pub env_steps: u64,
+    /// Environment steps spent in frozen-policy evaluation, summed over all workers.
+    pub eval_env_steps: u64,
+}
+
+/// Where a resumed run starts: the counters of the run so far and,
+/// optionally, the learner state to start from (used on rank 0; see each
+/// strategy for how it reaches the others).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// Counters of the run so far; the next iteration is `counters.iteration + 1`.
+    pub counters: Counters,
+    /// A state written by [`Learner::save_state`](shoal_core::Learner::save_state),
+    /// or `None` to start from rank 0's learner as it is.
+    pub state: Option<Vec<u8>>,
+}
+
+/// One iteration of a strategy, as rank 0 reports it (one line of `metrics.jsonl`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IterationRecord {
+    /// The strategy's [`Strategy::name`].
+    pub strategy: String,
+    /// Number of this iteration, from 1; equals the iterations completed.
+    pub iteration: u64,
+    /// Number of workers (ranks).
+    pub workers: usize,
+    /// Training episodes so far, all workers.
+    pub episodes: u64,
+    /// Training environment steps so far, all workers.
+    pub env_steps: u64,
+    /// Evaluation environment steps so far, all workers.
+    pub eval_env_steps: u64,
+    /// Mean return of this iteration's training episodes over all workers
+    /// (`None` if there were none).
+    pub train_return_mean: Option<f64>,
+    /// Success rate of this iteration's training episodes, for goal tasks.
+    pub train_success_rate: Option<f64>,
+    /// Frozen-policy evaluation of the current agent, if one ran this
+    /// iteration (the pool: the winner's).
+    pub eval: Option<EvalReport>,
+    /// Pool only: the rank whose candidate was promoted.
+    pub winner: Option<usize>,
+    /// Pool only: every worker's evaluation mean return, by rank.
+    pub worker_eval_means: Vec<f64>,
+    /// Scalars of the update that produced the current agent (losses,
+    /// entropy), namespaced as in [`LearnReport::scalars`].
+    pub scalars: Vec<(String, f64)>,
+}
+
+impl IterationRecord {
+    /// The counters after this iteration, for a later [`Resume`].
+    pub fn counters(&self) -> Counters {
+        Counters {
+            iteration: self.iteration,
+            episodes: self.episodes,
+            env_steps: self.env_steps,
+            eval_env_steps: self.eval_env_steps,
+        }
+    }
+}
+
+/// How a strategy's run ended; the same on every rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Counters at the end of the run.
+    pub counters: Counters,
+    /// The last iteration's record (`None` if no iteration ran).
+    pub last: Option<IterationRecord>,
+    /// Whether the callback asked to stop before the configured iterations.
+    pub stopped_early: bool,
+}
+
+/// One worker's contribution to an iteration's record.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct WorkerStats {
+    pub episodes: u64,
+    pub env_steps: u64,
+    pub return_sum: f64,
+    /// Episodes that reported a success flag, and how many succeeded.
+    pub flagged: u64,
+    pub successes: u64,
+    pub eval: Option<EvalReport>,
+    pub scalars: Vec<(String, f64)>,
+    /// A hash of the parameters, to check that workers stay in sync.
+    pub parameter_hash: Option<u64>,
+}
+
+impl WorkerStats {
+    pub(crate) fn from_report(report: &LearnReport) -> Self {
+        WorkerStats {
+            episodes: report.episode_returns.len() as u64,
+            env_steps: report.env_steps(),
+            return_sum: report.episode_returns.iter().sum(),
+            flagged: report.episode_successes.len() as u64,
+            successes: report.episode_successes.iter().filter(|s| **s).count() as u64,
+            eval: None,
+            scalars: report.scalars.clone(),
+            parameter_hash: None,
+        }
+    }
+}
+
+/// Environment steps an evaluation took.
+pub(crate) fn eval_steps(eval: &EvalReport) -> u64 {
+    (eval.length_mean * eval.episodes as f64).round().max(0.0) as u64
+}
+
+/// Builds a record from every worker's stats, advancing `counters`.
+pub(crate) fn record_from_stats(
+    strategy: &str,
+    counters: &mut Counters,
+    stats: &[WorkerStats],
+) -> IterationRecord {
+    let episodes: u64 = stats.iter().map(|s| s.episodes).sum();
+    let flagged: u64 = stats.iter().map(|s| s.flagged).sum();
+    counters.iteration += 1;
+    counters.episodes += episodes;
+    counters.env_steps += stats.iter().map(|s| s.env_steps).sum::<u64>();
+    counters.eval_env_steps += stats
+        .iter()
+        .filter_map(|s| s.eval.as_ref())
+        .map(eval_steps)
+        .sum::<u64>();
+    IterationRecord {
+        strategy: strategy.to_string(),
+        iteration: counters.iteration,
+        workers: stats.len(),
+        episodes: counters.episodes,
+        env_steps: counters.env_steps,
+        eval_env_steps: counters.eval_env_steps,
+        train_return_mean: (episodes > 0)
+            .then(|| stats.iter().map(|s| s.return_sum).sum::<f64>() / episodes as f64),
+        train_success_rate: (flagged > 0)
+            .then(|| stats.iter().map(|s| s.successes).sum::<u64>() as f64 / flagged as f64),
+        eval: None,
+        winner: None,
+        worker_eval_means: Vec::new(),
+        scalars: Vec::new(),
+    }
+}
+
+/// Gathers every rank's outcome on rank 0. Rank 0 gets `Some(stats)` if all
+/// ranks succeeded, or the first failure as an error message naming the rank.
+pub(crate) fn gather_outcomes(
+    comm: &dyn Communicator,
+    outcome: &Result<WorkerStats>,
+) -> Result<Option<std::result::Result<Vec<WorkerStats>, String>>> {
+    let mine: std::result::Result<&WorkerStats, String> =
+        outcome.as_ref().map_err(|e| e.to_string());
+    let bytes = encode(&mine)?;
+    let Some(all) = comm.gather_bytes(&bytes, 0)? else {
+        return Ok(None);
+    };
+    let mut stats = Vec::with_capacity(all.len());
+    for (rank, bytes) in all.iter().enumerate() {
+        match decode::<std::result::Result<WorkerStats, String>>(bytes)? {
+            Ok(s) => stats.push(s),
+            Err(message) => return Ok(Some(Err(format!("rank {rank} failed: {message}")))),
+        }
+    }
+    Ok(Some(Ok(stats)))
+}
+
+/// Shares rank 0's `value` (or its failure) with every rank. On rank 0 pass
+/// `Some`; a failure there is broadcast, then returned as the original error
+/// on rank 0 and as [`Error::Comm`] on the others. Other ranks pass `None`.
+pub(crate) fn share<T: Serialize + DeserializeOwned>(
+    comm: &dyn Communicator,
+    from_root: Option<Result<T>>,
+) -> Result<T> {
+    match from_root {
+        Some(value) => {
+            let wire: std::result::Result<&T, String> = value.as_ref().map_err(|e| e.to_string());
+            let mut bytes = encode(&wire)?;
+            comm.broadcast_bytes(&mut bytes, 0)?;
+            value
+        }
+        None => {
+            let mut bytes = Vec::new();
+            comm.broadcast_bytes(&mut bytes, 0)?;
+            decode::<std::result::Result<T, String>>(&bytes)?
+                .map_err(|message| comm_error(format!("rank 0 stopped the run: {message}")))
+        }
+    }
+}
+
+/// Returns the error of this rank's outcome, or that of the rank that failed,
+/// once the failure has been shared.
+pub(crate) fn own_error_first<T>(own: Result<WorkerStats>, shared: Result<T>) -> Result<T> {
+    match (own, shared) {
+        (Err(own), Err(_)) => Err(own),
+        (_, shared) => shared,
+    }
+}
+
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+    postcard::to_stdvec(value).map_err(|e| comm_error(format!("cannot encode a message: {e}")))
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| comm_error(format!("cannot decode a message: {e}")))
+}
+
+/// Checks a strategy's configuration value.
+pub(crate) fn require(ok: bool, message: impl FnOnce() -> String) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(message()))
+    }
+}
+
+/// FNV-1a over the bits of `values`: cheap, and enough to spot workers whose
+/// parameters drifted apart.
+pub(crate) fn hash_parameters(values: &[f32]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for v in values {
+        for byte in v.to_bits().to_le_bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// Shares the rank-0 callback's decision, ending the run on every rank if it failed.
+pub(crate) fn decide<L: ?Sized>(
+    comm: &dyn Communicator,
+    record: &IterationRecord,
+    learner: &L,
+    on_iteration: &mut OnIteration<'_, L>,
+) -> Result<Control> {
+    let from_root = comm.is_root().then(|| on_iteration(record, learner));
+    share(comm, from_root)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use shoal_core::{GradientLearner, LearnReport, Learner, MeanReducer};
+
+    use super::*;
+    use crate::testutil::{Quadratic, on_processes, test_path, within};
+    use crate::{
+        AveragingConfig, GatherConfig, GradientAveraging, Pool, PoolConfig, RolloutGather,
+        run_threads,
+    };
+
+    const SEED: u64 = 11;
+    const LIMIT: Duration = Duration::from_secs(300);
+
+    /// What one rank ends with: rank 0's records, its parameters, the summary.
+    type Outcome = (Vec<IterationRecord>, Vec<f32>, RunSummary);
+
+    fn run_with<L, S>(comm: &dyn Communicator, strategy: &mut S, learner: &mut L) -> Result<Outcome>
+    where
+        L: GradientLearner + Clone,
+        S: Strategy<L>,
+    {
+        let mut records = Vec::new();
+        let summary = strategy.run(comm, learner, &mut |record: &IterationRecord, _: &L| {
+            records.push(record.clone());
+            Ok(Control::Continue)
+        })?;
+        Ok((records, learner.parameters(), summary))
+    }
+
+    fn pool_body(comm: &dyn Communicator) -> Result<Outcome> {
+        let config = PoolConfig::default()
+            .iterations(8)
+            .episodes_per_iteration(4)
+            .eval_episodes(3);
+        run_with(
+            comm,
+            &mut Pool::new(config),
+            &mut Quadratic::new(SEED, comm.rank()),
+        )
+    }
+
+    fn gather_body(comm: &dyn Communicator) -> Result<Outcome> {
+        let config = GatherConfig::default()
+            .iterations(8)
+            .episodes_per_worker(2)
+            .eval_interval(4);
+        run_with(
+            comm,
+            &mut RolloutGather::new(config),
+            &mut Quadratic::new(SEED, comm.rank()),
+        )
+    }
+
+    fn averaging_body(comm: &dyn Communicator) -> Result<Outcome> {
+        let config = AveragingConfig::default()
+            .iterations(8)
+            .episodes_per_iteration(2)
+            .eval_interval(4);
+        let mut learner = Quadratic::new(SEED, comm.rank());
+        learner.learning_rate = 0.05;
+        // Different starting points: the strategy must broadcast rank 0's.
+        learner.params = vec![comm.rank() as f32; 4];
+        run_with(comm, &mut GradientAveraging::new(config), &mut learner)
+    }
+
+    /// Checks what every strategy promises, whatever the backend.
+    fn check_outcomes(outcomes: &[Outcome], iterations: u64) {
+        let (records, parameters, summary) = &outcomes[0];
+        assert_eq!(records.len() as u64, iterations);
+        for (i, record) in records.iter().enumerate() {
+            assert_eq!(record.iteration, i as u64 + 1);
+            assert_eq!(record.workers, outcomes.len());
+        }
+        assert_eq!(summary.last.as_ref(), records.last());
+        assert!(!summary.stopped_early);
+        for (rank, (other_records, other_parameters, other_summary)) in
+            outcomes.iter().enumerate().skip(1)
+        {
+            assert!(other_records.is_empty(), "rank {rank} called the callback");
+            assert_eq!(other_summary, summary, "rank {rank} has another summary");
+            let bits = |p: &[f32]| p.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(other_parameters),
+                bits(parameters),
+                "rank {rank} has other parameters"
+            );
+        }
+        let first = records.first().unwrap().train_return_mean.unwrap();
+        let last = records.last().unwrap().train_return_mean.unwrap();
+        assert!(last > first, "training did not improve: {first} -> {last}");
+    }
+
+    fn same_on_threads_and_processes(test: &str, body: fn(&dyn Communicator) -> Result<Outcome>) {
+        let test = test.to_string();
+        let on_processes = within(LIMIT, move || on_processes(&test, 3, body)).unwrap();
+        let Some(on_processes) = on_processes else {
+            return;
+        };
+        let on_threads = run_threads(3, body).unwrap();
+        assert_eq!(on_threads, on_processes);
+        check_outcomes(&on_threads, 8);
+    }
+
+    #[test]
+    fn pool_gives_identical_results_on_threads_and_processes() {
+        same_on_threads_and_processes(
+            test_path!(pool_gives_identical_results_on_threads_and_processes),
+            pool_body,
+        );
+    }
+
+    #[test]
+    fn gather_gives_identical_results_on_threads_and_processes() {
+        same_on_threads_and_processes(
+            test_path!(gather_gives_identical_results_on_threads_and_processes),
+            gather_body,
+        );
+    }
+
+    #[test]
+    fn averaging_gives_identical_results_on_threads_and_processes() {
+        same_on_threads_and_processes(
+            test_path!(averaging_gives_identical_results_on_threads_and_processes),
+            averaging_body,
+        );
+    }
+
+    #[test]
+    fn pool_records_every_workers_evaluation_and_the_winner() {
+        let outcomes = run_threads(3, pool_body).unwrap();
+        for record in &outcomes[0].0 {
+            assert_eq!(record.worker_eval_means.len(), 3);
+            let winner = record.winner.unwrap();
+            let best = record
+                .worker_eval_means
+                .iter()
+                .cloned()
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!(record.worker_eval_means[winner], best);
+            assert_eq!(record.eval.as_ref().unwrap().return_mean, best);
+            assert_eq!(record.eval_env_steps, record.iteration * 3 * 3 * 5);
+            assert_eq!(record.episodes, record.iteration * 3 * 4);
+            assert_eq!(record.env_steps, record.episodes * 5);
+        }
+    }
+
+    #[test]
+    fn gather_and_averaging_evaluate_at_the_interval() {
+        for body in [
+            gather_body as fn(&dyn Communicator) -> Result<Outcome>,
+            averaging_body,
+        ] {
+            let outcomes = run_threads(2, body).unwrap();
+            let evaluated: Vec<u64> = outcomes[0]
+                .0
+                .iter()
+                .filter(|r| r.eval.is_some())
+                .map(|r| r.iteration)
+                .collect();
+            assert_eq!(evaluated, vec![4, 8]);
+        }
+    }
+
+    #[test]
+    fn strategies_run_on_a_single_worker() {
+        for body in [
+            pool_body as fn(&dyn Communicator) -> Result<Outcome>,
+            gather_body,
+            averaging_body,
+        ] {
+            let outcomes = run_threads(1, body).unwrap();
+            assert_eq!(outcomes[0].0.len(), 8);
+        }
+    }
+
+    #[test]
+    fn callback_can_stop_every_rank() {
+        let outcomes = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = Quadratic::new(SEED, comm.rank());
+            let mut pool = Pool::new(
+                PoolConfig::default()
+                    .iterations(10)
+                    .episodes_per_iteration(1),
+            );
+            pool.run(
+                comm,
+                &mut learner,
+                &mut |record: &IterationRecord, _: &Quadratic| {
+                    Ok(if record.iteration == 3 {
+                        Control::Stop
+                    } else {
+                        Control::Continue
+                    })
+                },
+            )
+        })
+        .unwrap();
+        for summary in outcomes {
+            assert!(summary.stopped_early);
+            assert_eq!(summary.counters.iteration, 3);
+        }
+    }
+
+    #[test]
+    fn callback_error_ends_the_run_on_every_rank() {
+        let err = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = Quadratic::new(SEED, comm.rank());
+            learner.learning_rate = 0.05;
+            let config = AveragingConfig::default().iterations(5).eval_interval(0);
+            GradientAveraging::new(config).run(
+                comm,
+                &mut learner,
+                &mut |_: &IterationRecord, _: &Quadratic| {
+                    Err(Error::file("metrics.jsonl", "disk full"))
+                },
+            )
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "metrics.jsonl: disk full");
+    }
+
+    fn failing_body(comm: &dyn Communicator, which: usize) -> Result<RunSummary> {
+        let mut learner = Quadratic::new(SEED, comm.rank());
+        learner.learning_rate = 0.05; // the same everywhere, as gradient averaging needs
+        if comm.rank() == 1 {
+            learner.fail_after = Some(3);
+        }
+        let quiet = &mut keep_going::<Quadratic>;
+        match which {
+            0 => Pool::new(
+                PoolConfig::default()
+                    .iterations(5)
+                    .episodes_per_iteration(2),
+            )
+            .run(comm, &mut learner, quiet),
+            1 => RolloutGather::new(GatherConfig::default().iterations(5).episodes_per_worker(2))
+                .run(comm, &mut learner, quiet),
+            _ => GradientAveraging::new(
+                AveragingConfig::default()
+                    .iterations(5)
+                    .episodes_per_iteration(2),
+            )
+            .run(comm, &mut learner, quiet),
+        }
+    }
+
+    #[test]
+    fn a_failing_learner_ends_the_run_with_its_error_on_threads() {
+        for which in 0..3 {
+            let err =
+                run_threads(3, |comm: &dyn Communicator| failing_body(comm, which)).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "invalid configuration: toy learner told to fail after 3 episodes",
+                "strategy {which}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failing_learner_ends_the_run_cleanly_on_processes() {
+        // One process run (a worker re-runs this whole test) trying the pool and
+        // the gather in turn: a failure shared by the strategy leaves the
+        // communicator usable.
+        let test = test_path!(a_failing_learner_ends_the_run_cleanly_on_processes);
+        let messages = within(LIMIT, move || {
+            on_processes(test, 2, |comm| {
+                let messages: Vec<String> = (0..2)
+                    .map(|which| failing_body(comm, which).unwrap_err().to_string())
+                    .collect();
+                comm.barrier()?;
+                Ok(messages)
+            })
+        });
+        let Some(messages) = messages.unwrap() else {
+            return;
+        };
+        let cause = "invalid configuration: toy learner told to fail after 3 episodes";
+        assert_eq!(
+            messages[0],
+            vec![format!("communication failed: rank 1 failed: {cause}"); 2]
+        );
+        assert_eq!(messages[1], vec![cause.to_string(); 2]);
+    }
+
+    #[test]
+    fn a_learner_failing_inside_averaging_is_named_on_processes() {
+        // The failing worker leaves its peer inside a reduction; rank 0 must
+        // still name the cause, not only the mismatch it saw.
+        let test = test_path!(a_learner_failing_inside_averaging_is_named_on_processes);
+        let result = within(LIMIT, move || {
+            on_processes(test, 2, |comm| failing_body(comm, 2))
+        });
+        let message = result.unwrap_err().to_string();
+        assert!(
+            message.contains("toy learner told to fail after 3 episodes"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn resumed_pool_matches_an_uninterrupted_run() {
+        let config = PoolConfig::default()
+            .iterations(6)
+            .episodes_per_iteration(3)
+            .eval_episodes(2);
+        let uninterrupted = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = Quadratic::new(SEED, comm.rank());
+            let mut checkpoint = None;
+            let summary = Pool::new(config.clone()).run(
+                comm,
+                &mut learner,
+                &mut |record: &IterationRecord, l: &Quadratic| {
+                    if record.iteration == 4 {
+                        checkpoint = Some((record.counters(), l.save_state()));
+                    }
+                    Ok(Control::Continue)
+                },
+            )?;
+            Ok((summary, learner.params.clone(), checkpoint))
+        })
+        .unwrap();
+        let (counters, state) = uninterrupted[0].2.clone().unwrap();
+        let resumed = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = Quadratic::new(SEED, comm.rank());
+            let resume = Resume {
+                counters,
+                state: comm.is_root().then(|| state.clone()),
+            };
+            let mut pool = Pool::new(config.clone()).resume(resume);
+            let summary = pool.run(comm, &mut learner, &mut keep_going)?;
+            Ok((summary, learner.params.clone()))
+        })
+        .unwrap();
+        assert_eq!(resumed[0].0, uninterrupted[0].0);
+        assert_eq!(resumed[0].1, uninterrupted[0].1);
+    }
+
+    #[test]
+    fn resumed_gather_continues_the_counters() {
+        let resumed = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = Quadratic::new(SEED, comm.rank());
+            let counters = Counters {
+                iteration: 5,
+                episodes: 20,
+                env_steps: 100,
+                eval_env_steps: 0,
+            };
+            let mut saved = Quadratic::new(SEED, 0);
+            saved.params = vec![1.0, -2.0, 0.5, 3.0];
+            let resume = Resume {
+                counters,
+                state: Some(saved.save_state()),
+            };
+            let config = GatherConfig::default()
+                .iterations(6)
+                .episodes_per_worker(2)
+                .eval_interval(0);
+            let summary = RolloutGather::new(config).resume(resume).run(
+                comm,
+                &mut learner,
+                &mut keep_going,
+            )?;
+            Ok((summary, learner.loss()))
+        })
+        .unwrap();
+        let (summary, loss) = &resumed[1];
+        assert_eq!(
+            summary.counters,
+            Counters {
+                iteration: 6,
+                episodes: 24,
+                env_steps: 120,
+                eval_env_steps: 0
+            }
+        );
+        assert!(
+            *loss < 0.5,
+            "worker 1 did not receive the resumed parameters: loss {loss}"
+        );
+    }
+
+    /// A learner that ignores the reducer: its workers drift apart.
+    #[derive(Clone)]
+    struct Selfish(Quadratic);
+
+    impl Learner for Selfish {
+        fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
+            self.0.learn(episodes)
+        }
+        fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
+            self.0.evaluate(episodes, seed)
+        }
+        fn save_state(&self) -> Vec<u8> {
+            self.0.save_state()
+        }
+        fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
+            self.0.load_state(bytes)
+        }
+    }
+
+    impl GradientLearner for Selfish {
+        fn parameters(&self) -> Vec<f32> {
+            GradientLearner::parameters(&self.0)
+        }
+        fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
+            GradientLearner::set_parameters(&mut self.0, params)
+        }
+        fn learn_averaged(
+            &mut self,
+            episodes: usize,
+            _: &mut dyn MeanReducer,
+        ) -> Result<LearnReport> {
+            self.0.learn(episodes)
+        }
+    }
+
+    #[test]
+    fn averaging_detects_workers_that_drift_apart() {
+        let err = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = Selfish(Quadratic::new(SEED, comm.rank()));
+            GradientAveraging::new(AveragingConfig::default().iterations(3)).run(
+                comm,
+                &mut learner,
+                &mut keep_going,
+            )
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("parameters of rank 1 differ from rank 0 after iteration 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_strategy_configs_are_config_errors() {
+        let err = run_threads(1, |comm: &dyn Communicator| {
+            let mut learner = Quadratic::new(SEED, 0);
+            RolloutGather::new(GatherConfig::default().episodes_per_worker(0)).run(
+                comm,
+                &mut learner,
+                &mut keep_going,
+            )
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::Config(_)), "{err}");
+    }
+}

@@ -1,0 +1,320 @@
+//! The branch-and-merge pool ([`Pool`], [`PoolConfig`]): every iteration each
+//! worker improves a copy of the best agent so far, the candidates are
+//! evaluated with the policy frozen, and the best one is promoted.
+
+use serde::{Deserialize, Serialize};
+use shoal_core::{Learner, Result, derive_seed};
+
+use super::{
+    Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
+    decide, gather_outcomes, own_error_first, record_from_stats, require, share,
+};
+use crate::comm::Communicator;
+
+/// The pool's [`Strategy::name`].
+const NAME: &str = "pool";
+
+/// Settings of the branch-and-merge [`Pool`].
+///
+/// ```
+/// use shoal_parallel::PoolConfig;
+/// let config = PoolConfig::default().iterations(500).eval_episodes(3);
+/// assert_eq!(config.episodes_per_iteration, 10);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Total iterations of the run, counting those done before a resume.
+    /// Default: 100.
+    pub iterations: u64,
+    /// Training episodes each worker runs per iteration. Default: 10.
+    pub episodes_per_iteration: usize,
+    /// Frozen-policy evaluation episodes per candidate per iteration. Default: 5.
+    pub eval_episodes: usize,
+    /// Seed of the evaluation environments: iteration `i` evaluates every
+    /// candidate with seed `derive_seed(seed, i)`, so all candidates face the
+    /// same starting states. Default: 0.
+    pub seed: u64,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            iterations: 100,
+            episodes_per_iteration: 10,
+            eval_episodes: 5,
+            seed: 0,
+        }
+    }
+}
+
+impl PoolConfig {
+    /// Sets the total number of iterations.
+    #[must_use]
+    pub fn iterations(mut self, iterations: u64) -> Self {
+        self.iterations = iterations;
+        self
+    }
+
+    /// Sets the training episodes per worker per iteration.
+    #[must_use]
+    pub fn episodes_per_iteration(mut self, episodes: usize) -> Self {
+        self.episodes_per_iteration = episodes;
+        self
+    }
+
+    /// Sets the evaluation episodes per candidate.
+    #[must_use]
+    pub fn eval_episodes(mut self, episodes: usize) -> Self {
+        self.eval_episodes = episodes;
+        self
+    }
+
+    /// Sets the evaluation seed.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        require(self.episodes_per_iteration > 0, || {
+            "pool: episodes_per_iteration must be at least 1".into()
+        })?;
+        require(self.eval_episodes > 0, || {
+            "pool: eval_episodes must be at least 1".into()
+        })
+    }
+}
+
+/// The branch-and-merge pool, for any [`Learner`].
+///
+/// Each iteration:
+/// 1. every worker holds the best agent so far (at the start: rank 0's
+///    learner, or the resumed state), loaded with [`Learner::load_state`];
+/// 2. it trains for `episodes_per_iteration` episodes ([`Learner::learn`]);
+/// 3. every candidate is evaluated with the policy frozen
+///    ([`Learner::evaluate`]) on the same evaluation seed;
+/// 4. the candidate with the best mean return is promoted (ties go to the
+///    lowest rank; a NaN mean never wins) and every worker loads it.
+///
+/// Workers differ only through their learners: their own random streams and
+/// any hyperparameters the learner factory sets from the rank. By convention
+/// worker 0 uses 1/10 of the learning rates, which guards against steps that
+/// are too large. Hyperparameters are not part of the state, so they survive
+/// the promotion.
+///
+/// The [`IterationRecord`] carries the winner, every worker's evaluation mean
+/// and the winner's evaluation; when `on_iteration` runs, rank 0's learner
+/// already holds the winner, so it can be checkpointed.
+///
+/// ```
+/// use shoal_core::{EvalReport, LearnReport, Learner, Result};
+/// use shoal_parallel::{Communicator, Pool, PoolConfig, Strategy, keep_going, run_threads};
+///
+/// /// Skill grows by `rate` per episode.
+/// struct Climber { skill: f64, rate: f64 }
+/// impl Learner for Climber {
+///     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
+///         self.skill += self.rate * episodes as f64;
+///         Ok(LearnReport { episode_returns: vec![self.skill; episodes], episode_lengths: vec![1; episodes], ..Default::default() })
+///     }
+///     fn evaluate(&mut self, episodes: usize, _seed: u64) -> Result<EvalReport> {
+///         Ok(EvalReport { episodes, return_mean: self.skill, return_std: 0.0, length_mean: 1.0, success_rate: None })
+///     }
+///     fn save_state(&self) -> Vec<u8> { self.skill.to_le_bytes().to_vec() }
+///     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
+///         self.skill = f64::from_le_bytes(bytes.try_into().map_err(|_| shoal_core::Error::Shape("8 bytes".into()))?);
+///         Ok(())
+///     }
+/// }
+///
+/// let winners = run_threads(2, |comm: &dyn Communicator| {
+///     // The factory: worker 0 learns at 1/10 of the rate.
+///     let mut learner = Climber { skill: 0.0, rate: if comm.rank() == 0 { 0.1 } else { 1.0 } };
+///     let mut pool = Pool::new(PoolConfig::default().iterations(3).episodes_per_iteration(2));
+///     let summary = pool.run(comm, &mut learner, &mut keep_going)?;
+///     Ok((summary.last.unwrap().winner, learner.skill))
+/// })
+/// .unwrap();
+/// assert_eq!(winners, vec![(Some(1), 6.0), (Some(1), 6.0)]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Pool {
+    config: PoolConfig,
+    resume: Resume,
+}
+
+impl Pool {
+    /// A pool starting from rank 0's learner.
+    pub fn new(config: PoolConfig) -> Self {
+        Pool {
+            config,
+            resume: Resume::default(),
+        }
+    }
+
+    /// Continues a run: starts from `resume.state` (if given, on rank 0; it is
+    /// broadcast to all workers) with the counters of the run so far.
+    #[must_use]
+    pub fn resume(mut self, resume: Resume) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+}
+
+impl<L: Learner + ?Sized> Strategy<L> for Pool {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn run(
+        &mut self,
+        comm: &dyn Communicator,
+        learner: &mut L,
+        on_iteration: &mut OnIteration<'_, L>,
+    ) -> Result<RunSummary> {
+        // Rank 0's configuration and counters are authoritative.
+        let root_config = comm
+            .is_root()
+            .then(|| self.config.validate().map(|()| self.config.clone()));
+        let config = share(comm, root_config)?;
+        let root_counters = comm.is_root().then_some(Ok(self.resume.counters));
+        let mut counters: Counters = share(comm, root_counters)?;
+        let mut best = match (&self.resume.state, comm.is_root()) {
+            (Some(state), true) => state.clone(),
+            (None, true) => learner.save_state(),
+            (_, false) => Vec::new(),
+        };
+        comm.broadcast_bytes(&mut best, 0)?;
+        learner.load_state(&best)?;
+        drop(best);
+
+        let mut last = None;
+        let mut stopped_early = false;
+        while counters.iteration < config.iterations {
+            let iteration = counters.iteration + 1;
+            let eval_seed = derive_seed(config.seed, iteration);
+            let outcome = learner
+                .learn(config.episodes_per_iteration)
+                .and_then(|report| {
+                    let mut stats = WorkerStats::from_report(&report);
+                    stats.eval = Some(learner.evaluate(config.eval_episodes, eval_seed)?);
+                    Ok(stats)
+                });
+            let gathered = match gather_outcomes(comm, &outcome) {
+                Ok(gathered) => gathered,
+                Err(error) => return Err(outcome.err().unwrap_or(error)),
+            };
+            let from_root = gathered.map(|all| {
+                all.map_err(shoal_core::Error::Comm)
+                    .map(|stats| promote(NAME, counters, &stats))
+            });
+            let record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
+            counters = record.counters();
+
+            let winner = record.winner.expect("the pool always names a winner");
+            let mut state = if comm.rank() == winner {
+                learner.save_state()
+            } else {
+                Vec::new()
+            };
+            comm.broadcast_bytes(&mut state, winner)?;
+            learner.load_state(&state)?;
+
+            let control = decide(comm, &record, &*learner, on_iteration)?;
+            last = Some(record);
+            if control == Control::Stop {
+                stopped_early = counters.iteration < config.iterations;
+                break;
+            }
+        }
+        Ok(RunSummary {
+            counters,
+            last,
+            stopped_early,
+        })
+    }
+}
+
+/// Rank 0's decision: the record of an iteration, naming the winner.
+fn promote(strategy: &str, mut counters: Counters, stats: &[WorkerStats]) -> IterationRecord {
+    let means: Vec<f64> = stats
+        .iter()
+        .map(|s| s.eval.as_ref().map_or(f64::NAN, |e| e.return_mean))
+        .collect();
+    // Strictly greater, scanning in rank order: ties go to the lowest rank.
+    let mut winner = 0;
+    for (rank, mean) in means.iter().enumerate() {
+        let best = means[winner];
+        if !mean.is_nan() && (best.is_nan() || *mean > best) {
+            winner = rank;
+        }
+    }
+    let mut record = record_from_stats(strategy, &mut counters, stats);
+    record.winner = Some(winner);
+    record.eval = stats[winner].eval.clone();
+    record.scalars = stats[winner].scalars.clone();
+    record.worker_eval_means = means;
+    record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_core::EvalReport;
+
+    fn stats_with_mean(mean: f64) -> WorkerStats {
+        WorkerStats {
+            episodes: 10,
+            env_steps: 100,
+            eval: Some(EvalReport {
+                episodes: 2,
+                return_mean: mean,
+                return_std: 0.0,
+                length_mean: 5.0,
+                success_rate: None,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn best_mean_wins_and_ties_go_to_the_lowest_rank() {
+        let stats: Vec<_> = [1.0, 3.0, 3.0, 2.0].map(stats_with_mean).into();
+        let record = promote("pool", Counters::default(), &stats);
+        assert_eq!(record.winner, Some(1));
+        assert_eq!(record.worker_eval_means, vec![1.0, 3.0, 3.0, 2.0]);
+        assert_eq!(
+            (record.episodes, record.env_steps, record.eval_env_steps),
+            (40, 400, 40)
+        );
+    }
+
+    #[test]
+    fn a_nan_mean_never_wins() {
+        let stats: Vec<_> = [f64::NAN, -5.0, f64::NAN].map(stats_with_mean).into();
+        assert_eq!(promote("pool", Counters::default(), &stats).winner, Some(1));
+        let all_nan: Vec<_> = [f64::NAN, f64::NAN].map(stats_with_mean).into();
+        assert_eq!(
+            promote("pool", Counters::default(), &all_nan).winner,
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn zero_episodes_per_iteration_is_a_config_error() {
+        assert!(
+            PoolConfig::default()
+                .episodes_per_iteration(0)
+                .validate()
+                .is_err()
+        );
+        assert!(PoolConfig::default().eval_episodes(0).validate().is_err());
+    }
+}

@@ -1,0 +1,75 @@
+//! The multilayer perceptron every shoal network is made of.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::{Device, Tensor, activation};
+use serde::{Deserialize, Serialize};
+
+/// Hidden-layer nonlinearity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// `tanh`, the usual choice for policy-gradient networks.
+    #[default]
+    Tanh,
+    /// `max(0, x)`, the usual choice for DDPG actors and critics.
+    Relu,
+}
+
+/// Layer sizes of an [`Mlp`].
+#[derive(Config, Debug)]
+pub struct MlpConfig {
+    /// Input features.
+    pub input: usize,
+    /// Width of each hidden layer.
+    pub hidden: Vec<usize>,
+    /// Output features.
+    pub output: usize,
+}
+
+impl MlpConfig {
+    /// Builds the network on `device`; `activation` goes between layers, the
+    /// output layer is linear.
+    pub fn init_with(&self, activation: Activation, device: &Device) -> Mlp {
+        let mut sizes = vec![self.input];
+        sizes.extend(&self.hidden);
+        sizes.push(self.output);
+        let layers = sizes
+            .windows(2)
+            .map(|w| LinearConfig::new(w[0], w[1]).init(device))
+            .collect();
+        Mlp {
+            layers,
+            relu: activation == Activation::Relu,
+        }
+    }
+}
+
+/// Linear layers with a fixed nonlinearity between them.
+#[derive(Module, Debug)]
+pub struct Mlp {
+    layers: Vec<Linear>,
+    #[module(skip)]
+    relu: bool,
+}
+
+impl Mlp {
+    /// # Shapes
+    /// - input `[batch, input]`
+    /// - output `[batch, output]`
+    pub fn forward(&self, mut x: Tensor<2>) -> Tensor<2> {
+        let last = self.layers.len() - 1;
+        for (i, layer) in self.layers.iter().enumerate() {
+            x = layer.forward(x);
+            if i < last {
+                x = if self.relu {
+                    activation::relu(x)
+                } else {
+                    x.tanh()
+                };
+            }
+        }
+        x
+    }
+}

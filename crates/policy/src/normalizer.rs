@@ -1,0 +1,341 @@
+//! Running mean / standard-deviation normaliser whose statistics can be averaged across workers.
+//!
+//! This is OpenAI baselines HER's `Normalizer`: statistics are kept as a sum,
+//! a sum of squares and a count, `std = sqrt(max(eps², E[x²] − E[x]²))`, and
+//! inputs are mapped to `clip((x − mean) / std, −clip, clip)`.
+//!
+//! # Keeping workers identical
+//!
+//! New data goes into *pending* sums ([`Normalizer::update`]); the mean and
+//! standard deviation used by [`Normalizer::normalize`] only change when the
+//! pending sums are folded in. In gradient-parallel training every worker
+//! calls [`Normalizer::sync`] at the same point of its schedule:
+//!
+//! 1. [`Normalizer::pending_stats`] packs the pending sums as
+//!    `[sum (dim) | sum of squares (dim) | count (1)]`, in `f32`;
+//! 2. the [`MeanReducer`] replaces that vector with its mean over the
+//!    workers — the same bits on every worker;
+//! 3. [`Normalizer::apply_stats`] adds the averaged vector to the totals and
+//!    clears the pending sums.
+//!
+//! Every worker therefore adds the same numbers to the same totals and holds
+//! bit-identical statistics. Averaging instead of summing scales sums and
+//! count alike (by 1 / world size), so mean and standard deviation equal
+//! those of the pooled data; baselines synchronises the same way. On one
+//! worker ([`shoal_core::Alone`]) the same code runs, so single-worker and
+//! parallel runs execute the same arithmetic.
+
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, MeanReducer, Result};
+
+/// Running statistics of a feature vector and the clipped standardisation they define.
+///
+/// ```
+/// use shoal_core::Alone;
+/// use shoal_policy::Normalizer;
+/// let mut norm = Normalizer::new(1);
+/// norm.update(&[1.0, 3.0]).unwrap();
+/// norm.sync(&mut Alone).unwrap();
+/// assert_eq!(norm.mean(), &[2.0]);
+/// assert_eq!(norm.normalize(&[3.0]).unwrap(), vec![1.0]);
+/// assert_eq!(norm.normalize(&[1e9]).unwrap(), vec![5.0]); // clipped
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Normalizer {
+    /// Normalised values are clipped to `[-clip, clip]`. Default 5.
+    clip: f32,
+    /// Lower bound of the standard deviation. Default 1e-2.
+    eps: f32,
+    sum: Vec<f64>,
+    sum_sq: Vec<f64>,
+    count: f64,
+    pending_sum: Vec<f64>,
+    pending_sum_sq: Vec<f64>,
+    pending_count: f64,
+    mean: Vec<f32>,
+    std: Vec<f32>,
+}
+
+impl Normalizer {
+    /// A normaliser of `dim` features with clip 5 and eps 1e-2 (baselines'
+    /// defaults); before any data it is the identity (mean 0, std 1) followed
+    /// by clipping.
+    pub fn new(dim: usize) -> Self {
+        Normalizer {
+            clip: 5.0,
+            eps: 1e-2,
+            sum: vec![0.0; dim],
+            sum_sq: vec![0.0; dim],
+            count: 0.0,
+            pending_sum: vec![0.0; dim],
+            pending_sum_sq: vec![0.0; dim],
+            pending_count: 0.0,
+            mean: vec![0.0; dim],
+            std: vec![1.0; dim],
+        }
+    }
+
+    /// Sets the clip range of normalised values (must be positive).
+    #[must_use]
+    pub fn with_clip(mut self, clip: f32) -> Self {
+        self.clip = clip;
+        self
+    }
+
+    /// Sets the lower bound of the standard deviation (must be positive).
+    #[must_use]
+    pub fn with_eps(mut self, eps: f32) -> Self {
+        self.eps = eps;
+        self.recompute();
+        self
+    }
+
+    /// Checks the clip range and eps set through the builders.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.clip > 0.0 && self.eps > 0.0) {
+            return Err(Error::Config(format!(
+                "normaliser clip ({}) and eps ({}) must be positive",
+                self.clip, self.eps
+            )));
+        }
+        Ok(())
+    }
+
+    /// Number of features.
+    pub fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    /// Rows folded into the statistics so far (after averaging across
+    /// workers, this is the per-worker mean).
+    pub fn count(&self) -> f64 {
+        self.count
+    }
+
+    /// Current mean of each feature.
+    pub fn mean(&self) -> &[f32] {
+        &self.mean
+    }
+
+    /// Current standard deviation of each feature (at least eps).
+    pub fn std(&self) -> &[f32] {
+        &self.std
+    }
+
+    /// Adds row-major `rows` (a multiple of [`Normalizer::dim`] values) to the
+    /// pending sums. The statistics in use do not change until the next sync.
+    pub fn update(&mut self, rows: &[f32]) -> Result<()> {
+        let dim = self.dim();
+        if dim == 0 || !rows.len().is_multiple_of(dim) {
+            return Err(Error::Shape(format!(
+                "normaliser of {dim} features got {} values",
+                rows.len()
+            )));
+        }
+        if let Some(bad) = rows.iter().find(|v| !v.is_finite()) {
+            return Err(Error::Shape(format!(
+                "normaliser input is not finite ({bad})"
+            )));
+        }
+        for row in rows.chunks_exact(dim) {
+            for (i, &v) in row.iter().enumerate() {
+                let v = v as f64;
+                self.pending_sum[i] += v;
+                self.pending_sum_sq[i] += v * v;
+            }
+        }
+        self.pending_count += (rows.len() / dim) as f64;
+        Ok(())
+    }
+
+    /// The pending sums since the last sync, as `[sum | sum of squares | count]`
+    /// (`2·dim + 1` values) ready for a [`MeanReducer`].
+    pub fn pending_stats(&self) -> Vec<f32> {
+        let mut out = Vec::with_capacity(2 * self.dim() + 1);
+        out.extend(self.pending_sum.iter().map(|v| *v as f32));
+        out.extend(self.pending_sum_sq.iter().map(|v| *v as f32));
+        out.push(self.pending_count as f32);
+        out
+    }
+
+    /// Folds a (possibly averaged) [`Normalizer::pending_stats`] vector into
+    /// the totals, clears the pending sums and recomputes mean and std.
+    pub fn apply_stats(&mut self, stats: &[f32]) -> Result<()> {
+        let dim = self.dim();
+        if stats.len() != 2 * dim + 1 {
+            return Err(Error::Shape(format!(
+                "normaliser statistics have {} values, expected {}",
+                stats.len(),
+                2 * dim + 1
+            )));
+        }
+        if stats.iter().any(|v| !v.is_finite()) || stats[2 * dim] < 0.0 {
+            return Err(Error::Shape("normaliser statistics are not finite".into()));
+        }
+        for i in 0..dim {
+            self.sum[i] += stats[i] as f64;
+            self.sum_sq[i] += stats[dim + i] as f64;
+        }
+        self.count += stats[2 * dim] as f64;
+        self.pending_sum.iter_mut().for_each(|v| *v = 0.0);
+        self.pending_sum_sq.iter_mut().for_each(|v| *v = 0.0);
+        self.pending_count = 0.0;
+        self.recompute();
+        Ok(())
+    }
+
+    /// Averages the pending sums across workers through `reducer` and folds
+    /// them in (see the module docs for why this keeps workers identical).
+    pub fn sync(&mut self, reducer: &mut dyn MeanReducer) -> Result<()> {
+        let mut stats = self.pending_stats();
+        reducer.mean(&mut stats)?;
+        self.apply_stats(&stats)
+    }
+
+    fn recompute(&mut self) {
+        if self.count <= 0.0 {
+            return;
+        }
+        let eps_sq = (self.eps as f64).powi(2);
+        for i in 0..self.dim() {
+            let mean = self.sum[i] / self.count;
+            let var = (self.sum_sq[i] / self.count - mean * mean).max(eps_sq);
+            self.mean[i] = mean as f32;
+            self.std[i] = var.sqrt() as f32;
+        }
+    }
+
+    /// `clip((x − mean) / std, −clip, clip)` of row-major `rows`.
+    pub fn normalize(&self, rows: &[f32]) -> Result<Vec<f32>> {
+        let mut out = Vec::with_capacity(rows.len());
+        self.normalize_into(rows, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`Normalizer::normalize`], appending to `out` (no allocation in hot loops).
+    pub fn normalize_into(&self, rows: &[f32], out: &mut Vec<f32>) -> Result<()> {
+        self.normalize_clipped_into(rows, f32::INFINITY, out)
+    }
+
+    /// Like [`Normalizer::normalize_into`], but first clamps raw values to
+    /// `[-input_clip, input_clip]` (baselines' `clip_obs`, which keeps one wild
+    /// observation from dominating).
+    pub fn normalize_clipped_into(
+        &self,
+        rows: &[f32],
+        input_clip: f32,
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
+        let dim = self.dim();
+        if dim == 0 || !rows.len().is_multiple_of(dim) {
+            return Err(Error::Shape(format!(
+                "normaliser of {dim} features got {} values",
+                rows.len()
+            )));
+        }
+        for row in rows.chunks_exact(dim) {
+            out.extend(
+                row.iter()
+                    .zip(self.mean.iter().zip(&self.std))
+                    .map(|(x, (m, s))| {
+                        ((x.clamp(-input_clip, input_clip) - m) / s).clamp(-self.clip, self.clip)
+                    }),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_core::Alone;
+
+    /// A reducer standing in for two workers, the other of which sent `other`.
+    struct TwoWorkers(Vec<f32>);
+    impl MeanReducer for TwoWorkers {
+        fn mean(&mut self, values: &mut [f32]) -> Result<()> {
+            values
+                .iter_mut()
+                .zip(&self.0)
+                .for_each(|(v, o)| *v = 0.5 * (*v + o));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn statistics_match_numpy_population_mean_and_std() {
+        // numpy: x.mean(0) = [3, 5], x.std(0) = [1.6329932, 2.9439203]
+        let mut norm = Normalizer::new(2);
+        norm.update(&[1.0, 2.0, 3.0, 4.0]).unwrap();
+        norm.update(&[5.0, 9.0]).unwrap();
+        norm.sync(&mut Alone).unwrap();
+        assert_eq!(norm.count(), 3.0);
+        assert!((norm.mean()[0] - 3.0).abs() < 1e-6 && (norm.mean()[1] - 5.0).abs() < 1e-6);
+        assert!((norm.std()[0] - 1.632_993_2).abs() < 1e-5);
+        assert!((norm.std()[1] - 2.943_920_3).abs() < 1e-5);
+        let z = norm.normalize(&[1.0, 9.0]).unwrap();
+        assert!((z[0] + 2.0 / 1.632_993_2).abs() < 1e-5);
+        assert!((z[1] - 4.0 / 2.943_920_3).abs() < 1e-5);
+    }
+
+    #[test]
+    fn statistics_accumulate_over_several_syncs() {
+        let mut norm = Normalizer::new(1);
+        norm.update(&[1.0, 2.0]).unwrap();
+        norm.sync(&mut Alone).unwrap();
+        norm.update(&[6.0]).unwrap();
+        norm.sync(&mut Alone).unwrap();
+        assert!((norm.mean()[0] - 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn normalised_values_are_clipped_and_std_has_a_floor() {
+        let mut norm = Normalizer::new(1).with_clip(2.0).with_eps(0.5);
+        norm.update(&[1.0, 1.0, 1.0]).unwrap();
+        norm.sync(&mut Alone).unwrap();
+        assert_eq!(norm.std(), &[0.5]);
+        assert_eq!(
+            norm.normalize(&[1.25, 100.0, -100.0]).unwrap(),
+            vec![0.5, 2.0, -2.0]
+        );
+        let mut out = Vec::new();
+        norm.normalize_clipped_into(&[1.25, 1.6], 1.5, &mut out)
+            .unwrap();
+        assert_eq!(out, vec![0.5, 1.0]);
+    }
+
+    #[test]
+    fn statistics_are_unused_until_synced_and_identity_when_empty() {
+        let mut norm = Normalizer::new(2);
+        assert_eq!(norm.normalize(&[0.5, -7.0]).unwrap(), vec![0.5, -5.0]);
+        norm.update(&[10.0, 10.0]).unwrap();
+        assert_eq!(norm.mean(), &[0.0, 0.0]);
+        norm.sync(&mut Alone).unwrap();
+        assert_eq!(norm.mean(), &[10.0, 10.0]);
+    }
+
+    #[test]
+    fn averaging_pending_stats_gives_the_pooled_statistics() {
+        // Worker A saw {0, 2}, worker B saw {4, 6, 8}: pooled mean 4, var 8.
+        let mut worker_b = Normalizer::new(1);
+        worker_b.update(&[4.0, 6.0, 8.0]).unwrap();
+        let mut worker_a = Normalizer::new(1);
+        worker_a.update(&[0.0, 2.0]).unwrap();
+        worker_a
+            .sync(&mut TwoWorkers(worker_b.pending_stats()))
+            .unwrap();
+        assert!((worker_a.mean()[0] - 4.0).abs() < 1e-6);
+        assert!((worker_a.std()[0] - 8f32.sqrt()).abs() < 1e-5);
+    }
+
+    #[test]
+    fn bad_shapes_and_non_finite_values_are_errors() {
+        let mut norm = Normalizer::new(2);
+        assert!(norm.update(&[1.0, 2.0, 3.0]).is_err());
+        assert!(norm.update(&[1.0, f32::NAN]).is_err());
+        assert!(norm.normalize(&[1.0]).is_err());
+        assert!(norm.apply_stats(&[0.0; 4]).is_err());
+        assert!(Normalizer::new(1).with_clip(0.0).validate().is_err());
+    }
+}

@@ -1,0 +1,121 @@
+//! A network paired with its Adam optimiser, updated from flat gradients.
+//!
+//! Every learner in shoal trains this way: backward pass → flat gradient →
+//! (optionally averaged across workers) → global-norm clipping → Adam step. Going
+//! through the flat vector even on one worker keeps a single code path, so the
+//! single-worker and the gradient-parallel runs execute the same arithmetic.
+
+use burn::module::Module;
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::tensor::Bytes;
+use burn::tensor::Gradients;
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, Result};
+
+use crate::{flatten, flatten_grads, grads_from_flat, unflatten};
+
+/// A trainable network and its optimiser state.
+#[derive(Clone)]
+pub struct Trained<M> {
+    /// The network, on an autodiff device.
+    pub module: M,
+    optim: ModuleOptimizer,
+    /// Adam step size.
+    pub learning_rate: f64,
+    /// Global L2 norm the gradient is clipped to before a step (`None`: no clipping).
+    pub max_grad_norm: Option<f64>,
+}
+
+/// Serialised form of a [`Trained`]: parameters and Adam moments.
+#[derive(Serialize, Deserialize)]
+struct TrainedState {
+    params: Vec<f32>,
+    optim: Vec<u8>,
+}
+
+impl<M: Module> Trained<M> {
+    /// Wraps `module` with Adam (β₁ 0.9, β₂ 0.999, ε 1e-8, as in PyTorch).
+    pub fn adam(module: M, learning_rate: f64, max_grad_norm: Option<f64>) -> Self {
+        let optim = AdamConfig::new().with_epsilon(1e-8).init();
+        Trained {
+            module,
+            optim,
+            learning_rate,
+            max_grad_norm,
+        }
+    }
+
+    /// Takes this network's gradients out of a backward pass, flattened.
+    pub fn take_grads(&self, grads: &mut Gradients) -> Vec<f32> {
+        flatten_grads(
+            &self.module,
+            &GradientsParams::from_module(grads, &self.module),
+        )
+    }
+
+    /// Clips `flat_grads` to `max_grad_norm` and takes one Adam step.
+    /// Returns the gradient norm before clipping.
+    pub fn step(&mut self, flat_grads: &mut [f32]) -> Result<f64> {
+        let norm = flat_grads
+            .iter()
+            .map(|g| (*g as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        if !norm.is_finite() {
+            return Err(Error::Shape(format!(
+                "gradient norm is {norm}; refusing to step"
+            )));
+        }
+        if let Some(max) = self.max_grad_norm {
+            if norm > max {
+                let scale = (max / norm) as f32;
+                flat_grads.iter_mut().for_each(|g| *g *= scale);
+            }
+        }
+        let grads = grads_from_flat(&self.module, flat_grads)?;
+        self.module = self
+            .optim
+            .step(self.learning_rate, self.module.clone(), grads);
+        Ok(norm)
+    }
+
+    /// Parameters, flattened.
+    pub fn parameters(&self) -> Vec<f32> {
+        flatten(&self.module)
+    }
+
+    /// Overwrites the parameters (not the optimiser state).
+    pub fn set_parameters(&mut self, flat: &[f32]) -> Result<()> {
+        self.module = unflatten(self.module.clone(), flat)?;
+        Ok(())
+    }
+
+    /// Parameters and optimiser state as bytes.
+    pub fn save_state(&self) -> Vec<u8> {
+        let optim = self
+            .optim
+            .into_bytes()
+            .map(|b| b.to_vec())
+            .unwrap_or_default();
+        postcard::to_stdvec(&TrainedState {
+            params: self.parameters(),
+            optim,
+        })
+        .expect("serialising plain vectors cannot fail")
+    }
+
+    /// Restores [`Trained::save_state`] output; on error `self` is unchanged.
+    pub fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
+        let state: TrainedState = postcard::from_bytes(bytes)
+            .map_err(|e| Error::Shape(format!("network state is unreadable: {e}")))?;
+        let module = unflatten(self.module.clone(), &state.params)?;
+        let optim = self
+            .optim
+            .clone()
+            .from_bytes(Bytes::from_bytes_vec(state.optim))
+            .map_err(|e| Error::Shape(format!("optimiser state is unreadable: {e:?}")))?;
+        self.module = module;
+        self.optim = optim;
+        Ok(())
+    }
+}

@@ -1,0 +1,231 @@
+//! The commands behind the `shoal` binary, callable from tests.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::json;
+use shoal_core::{Error, Result, rng_from_seed};
+use shoal_eval::{RunDir, load_latest};
+
+use crate::config::{EnvConfig, PRESETS, RunConfig, preset};
+use crate::overrides::list_keys;
+use crate::progress::ProgressReporter;
+use crate::train::{check_resume_config, eval_seed, make_env, make_learner, train_single};
+
+/// Arguments of `shoal train`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TrainArgs {
+    /// A preset name (see below) or a path to a config.toml.
+    pub source: Option<String>,
+    /// Override one setting, e.g. `--set algo.learning_rate=1e-3` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Run directory (default: runs/<preset>, numbered if it exists).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Master seed (shorthand for --set seed=N).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Worker count (shorthand for --set parallel.workers=N).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// threads, processes or mpi (shorthand for --set parallel.backend=...).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Continue the run in DIR from its latest checkpoint.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The `--help` epilogue of `shoal train`: presets and settable keys.
+pub fn train_help() -> String {
+    let mut text = String::from("Presets:\n");
+    for (name, about) in PRESETS {
+        text.push_str(&format!("  {name:<16} {about}\n"));
+    }
+    text.push_str("\nKeys for --set (worm-reinforce defaults shown):\n");
+    if let Ok(tree) = preset("worm-reinforce")
+        .and_then(|cfg| toml::Table::try_from(&cfg).map_err(|e| Error::Config(e.to_string())))
+    {
+        for (key, value) in list_keys(&tree) {
+            text.push_str(&format!("  {key} = {value}\n"));
+        }
+    }
+    text
+}
+
+impl TrainArgs {
+    /// The config this invocation asks for (before any resume check).
+    pub fn resolve(&self) -> Result<RunConfig> {
+        let mut overrides = self.overrides.clone();
+        if let Some(seed) = self.seed {
+            overrides.push(format!("seed={seed}"));
+        }
+        if let Some(workers) = self.workers {
+            overrides.push(format!("parallel.workers={workers}"));
+        }
+        if let Some(backend) = &self.backend {
+            overrides.push(format!("parallel.backend=\"{backend}\""));
+        }
+        match (&self.source, &self.resume) {
+            (Some(source), _) => RunConfig::resolve(source, &overrides),
+            (None, Some(dir)) => {
+                let path = RunDir::new(dir).config();
+                RunConfig::resolve(&path.to_string_lossy(), &overrides)
+            }
+            (None, None) => Err(Error::Config(
+                "give a preset or config.toml to train, or --resume DIR".into(),
+            )),
+        }
+    }
+}
+
+/// `shoal train`.
+pub fn train(args: TrainArgs) -> Result<()> {
+    let cfg = args.resolve()?;
+    validate(&cfg)?;
+    let (run, checkpoint) = match &args.resume {
+        Some(dir) => {
+            let run = RunDir::new(dir);
+            let ckpt = load_latest(run.path())?;
+            check_resume_config(&ckpt, &cfg)?;
+            (run, Some(ckpt))
+        }
+        None => {
+            let run = RunDir::new(fresh_run_dir(args.out.as_deref(), &cfg.preset)?);
+            run.create()?;
+            (run, None)
+        }
+    };
+    run.write_config(&cfg.to_toml())?;
+    let mut progress = ProgressReporter::new(args.quiet);
+    let summary = match cfg.parallel.strategy.as_str() {
+        "none" => train_single(&cfg, &run, checkpoint.as_ref(), &mut progress)?,
+        other => {
+            return Err(Error::Config(format!(
+                "parallel strategy `{other}` is not available"
+            )));
+        }
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&summary).expect("summary is JSON")
+    );
+    eprintln!("run directory: {}", run.path().display());
+    Ok(())
+}
+
+fn validate(cfg: &RunConfig) -> Result<()> {
+    if cfg.parallel.workers == 0 {
+        return Err(Error::Config("parallel.workers must be at least 1".into()));
+    }
+    if !["threads", "processes", "mpi"].contains(&cfg.parallel.backend.as_str()) {
+        return Err(Error::Config(format!(
+            "unknown backend `{}` (backends: threads, processes, mpi)",
+            cfg.parallel.backend
+        )));
+    }
+    if cfg.train.eval_every == 0 || cfg.train.checkpoint_every == 0 {
+        return Err(Error::Config(
+            "train.eval_every and train.checkpoint_every must be ≥ 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `--out`, or `runs/<preset>` numbered `-2`, `-3`, … so no earlier run is overwritten.
+fn fresh_run_dir(out: Option<&Path>, preset: &str) -> Result<PathBuf> {
+    if let Some(out) = out {
+        let occupied = out.join("config.toml").exists();
+        if occupied {
+            return Err(Error::Config(format!(
+                "{} already holds a run; use --resume {} or another --out",
+                out.display(),
+                out.display()
+            )));
+        }
+        return Ok(out.to_path_buf());
+    }
+    let base = PathBuf::from("runs").join(preset);
+    let mut candidate = base.clone();
+    let mut n = 1;
+    while candidate.exists() {
+        n += 1;
+        candidate = PathBuf::from(format!("{}-{n}", base.display()));
+    }
+    Ok(candidate)
+}
+
+/// Loads a run's config and latest checkpoint into a fresh learner.
+pub fn load_run(run_dir: &Path) -> Result<(RunConfig, Box<dyn shoal_core::Learner>)> {
+    let run = RunDir::new(run_dir);
+    let text = std::fs::read_to_string(run.config())
+        .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
+    let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
+    let ckpt = load_latest(run.path())?;
+    let mut learner = make_learner(&cfg, 0, 1.0)?;
+    learner.load_state(ckpt.blob("learner")?)?;
+    Ok((cfg, learner))
+}
+
+/// `shoal eval`.
+pub fn eval(run_dir: &Path, episodes: usize) -> Result<()> {
+    if episodes == 0 {
+        return Err(Error::Config("--episodes must be at least 1".into()));
+    }
+    let (cfg, mut learner) = load_run(run_dir)?;
+    let report = learner.evaluate(episodes, eval_seed(&cfg))?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report).expect("report is JSON")
+    );
+    Ok(())
+}
+
+/// `shoal plot`.
+pub fn plot(run_dirs: &[PathBuf], out: Option<&Path>) -> Result<()> {
+    let out = match out {
+        Some(out) => out.to_path_buf(),
+        None => RunDir::new(&run_dirs[0]).plots(),
+    };
+    for path in shoal_eval::plot_runs(run_dirs, &out)? {
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+/// `shoal bench-env`: random actions on one core, env resets included.
+pub fn bench_env(name: &str, steps: u64) -> Result<()> {
+    let cfg = match name {
+        "worm" => EnvConfig::Worm(Default::default()),
+        other => {
+            return Err(Error::Config(format!("unknown env `{other}` (envs: worm)")));
+        }
+    };
+    let mut env = make_env(&cfg)?;
+    let mut rng = rng_from_seed(0);
+    let space = env.action_space().clone();
+    let actions: Vec<Vec<f32>> = (0..1024).map(|_| space.sample(&mut rng)).collect();
+    env.reset(Some(0));
+    let (mut episodes, clock) = (0u64, Instant::now());
+    for i in 0..steps {
+        let step = env.step(&actions[i as usize % actions.len()])?;
+        if step.done() {
+            episodes += 1;
+            env.reset(None);
+        }
+    }
+    let seconds = clock.elapsed().as_secs_f64();
+    let out = json!({
+        "env": name,
+        "steps": steps,
+        "episodes": episodes,
+        "seconds": seconds,
+        "steps_per_s": steps as f64 / seconds,
+    });
+    println!("{out}");
+    Ok(())
+}

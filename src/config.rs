@@ -1,0 +1,258 @@
+//! Run configuration: presets, TOML files and `--set` overrides, resolved
+//! into one typed [`RunConfig`] that is saved as `config.toml` in the run
+//! directory.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use shoal_algo::ReinforceConfig;
+use shoal_core::{Error, Result};
+
+use crate::overrides::apply_override;
+
+/// Which environment to train on, with its settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum EnvConfig {
+    /// The swimming worm (`worm-v1`).
+    Worm(shoal_env::WormConfig),
+    /// The 1-D/2-D point-reaching toy task, for fast tests.
+    PointReach(shoal_env::PointReachConfig),
+}
+
+/// Which algorithm to train with, with its hyperparameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AlgoConfig {
+    /// REINFORCE with a baseline and a Beta policy.
+    Reinforce(ReinforceConfig),
+}
+
+/// How long to train and how often to evaluate and checkpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Training episodes in total (over all workers). Default 10 000.
+    pub episodes: u64,
+    /// Evaluate the frozen policy every this many episodes. Default 500.
+    pub eval_every: u64,
+    /// Episodes per periodic evaluation. Default 5.
+    pub eval_episodes: usize,
+    /// Episodes of the final evaluation written to `summary.json`. Default 20.
+    pub final_eval_episodes: usize,
+    /// Write a checkpoint every this many episodes. Default 1 000.
+    pub checkpoint_every: u64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            episodes: 10_000,
+            eval_every: 500,
+            eval_episodes: 5,
+            final_eval_episodes: 20,
+            checkpoint_every: 1_000,
+        }
+    }
+}
+
+/// Parallel training: how many workers, on which backend, with which strategy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParallelConfig {
+    /// Worker count. Default 1.
+    pub workers: usize,
+    /// `threads`, `processes` or `mpi`. Default `threads`.
+    pub backend: String,
+    /// `none` (single learner), `pool` (branch-and-merge), `gather` (rollout
+    /// gather) or `gradient` (gradient averaging). Default `none`.
+    pub strategy: String,
+    /// Pool: training episodes each worker runs per iteration. Default 10.
+    pub episodes_per_iteration: usize,
+    /// Pool: frozen-policy episodes per candidate evaluation. Default 3.
+    pub pool_eval_episodes: usize,
+    /// Pool: learning-rate multiplier of worker 0 (a guard against steps that
+    /// are too large). Default 0.1.
+    pub worker0_lr_scale: f64,
+}
+
+impl Default for ParallelConfig {
+    fn default() -> Self {
+        ParallelConfig {
+            workers: 1,
+            backend: "threads".into(),
+            strategy: "none".into(),
+            episodes_per_iteration: 10,
+            pool_eval_episodes: 3,
+            worker0_lr_scale: 0.1,
+        }
+    }
+}
+
+/// Everything a run needs, exactly as saved in `config.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Name of the preset this config started from.
+    pub preset: String,
+    /// Master seed; worker `r` uses `seed + r`.
+    pub seed: u64,
+    /// The task.
+    pub env: EnvConfig,
+    /// The learner.
+    pub algo: AlgoConfig,
+    /// Budget, evaluation and checkpoint cadence.
+    #[serde(default)]
+    pub train: TrainConfig,
+    /// Workers and strategy.
+    #[serde(default)]
+    pub parallel: ParallelConfig,
+}
+
+/// Names and one-line descriptions of the built-in presets.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "worm-reinforce",
+        "swimming worm, REINFORCE + Beta policy, one learner",
+    ),
+    (
+        "worm-pool",
+        "swimming worm, REINFORCE, branch-and-merge pool of workers",
+    ),
+    (
+        "toy-reinforce",
+        "point-reaching toy task, REINFORCE (seconds; for tests)",
+    ),
+];
+
+/// The built-in preset `name`.
+pub fn preset(name: &str) -> Result<RunConfig> {
+    let worm = || EnvConfig::Worm(shoal_env::WormConfig::default());
+    let cfg = match name {
+        "worm-reinforce" => RunConfig {
+            preset: name.into(),
+            seed: 0,
+            env: worm(),
+            algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
+            train: TrainConfig::default(),
+            parallel: ParallelConfig::default(),
+        },
+        "worm-pool" => RunConfig {
+            parallel: ParallelConfig {
+                workers: 2,
+                strategy: "pool".into(),
+                ..ParallelConfig::default()
+            },
+            ..preset("worm-reinforce")?
+        }
+        .renamed(name),
+        "toy-reinforce" => RunConfig {
+            preset: name.into(),
+            seed: 0,
+            env: EnvConfig::PointReach(shoal_env::PointReachConfig::default()),
+            algo: AlgoConfig::Reinforce(ReinforceConfig {
+                learning_rate: 3e-3,
+                hidden: vec![32],
+                episodes_per_update: 8,
+                ..ReinforceConfig::default()
+            }),
+            train: TrainConfig {
+                episodes: 800,
+                eval_every: 200,
+                eval_episodes: 10,
+                final_eval_episodes: 20,
+                checkpoint_every: 200,
+            },
+            parallel: ParallelConfig::default(),
+        },
+        other => {
+            let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+            return Err(Error::Config(format!(
+                "unknown preset `{other}` (presets: {})",
+                names.join(", ")
+            )));
+        }
+    };
+    Ok(cfg)
+}
+
+impl RunConfig {
+    fn renamed(mut self, name: &str) -> Self {
+        self.preset = name.into();
+        self
+    }
+
+    /// Resolves a preset name or a path to a TOML file, then applies `--set`
+    /// overrides in order.
+    pub fn resolve(source: &str, overrides: &[String]) -> Result<RunConfig> {
+        let base = if source.ends_with(".toml") || Path::new(source).is_file() {
+            let text = std::fs::read_to_string(source)
+                .map_err(|e| Error::io(format!("reading config {source}"), e))?;
+            Self::from_toml(&text, source)?
+        } else {
+            preset(source)?
+        };
+        if overrides.is_empty() {
+            return Ok(base);
+        }
+        let mut tree = toml::Table::try_from(&base)
+            .map_err(|e| Error::Config(format!("cannot represent config as TOML: {e}")))?;
+        for assignment in overrides {
+            apply_override(&mut tree, assignment)?;
+        }
+        toml::Value::Table(tree)
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::Config(format!("after --set: {}", one_line(&e))))
+    }
+
+    /// Parses a config file's text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<RunConfig> {
+        toml::from_str(text)
+            .map_err(|e| Error::Config(format!("{origin} is malformed: {}", one_line(&e))))
+    }
+
+    /// The config as TOML text.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("every config value is representable in TOML")
+    }
+}
+
+/// toml's errors span several lines with a source excerpt; keep the message.
+fn one_line(e: &toml::de::Error) -> String {
+    let msg = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => format!("{msg} (at byte {})", span.start),
+        None => msg,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_round_trips_through_toml() {
+        for (name, _) in PRESETS {
+            let cfg = preset(name).unwrap();
+            let again = RunConfig::from_toml(&cfg.to_toml(), "test").unwrap();
+            assert_eq!(cfg, again, "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_choices() {
+        let err = preset("worm-reinfroce").unwrap_err().to_string();
+        assert!(err.contains("unknown preset `worm-reinfroce`") && err.contains("worm-pool"));
+    }
+
+    #[test]
+    fn malformed_override_value_is_an_error() {
+        let err = RunConfig::resolve("toy-reinforce", &["algo.gamma=fast".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("after --set"), "{err}");
+        let ok = RunConfig::resolve("toy-reinforce", &["algo.gamma=0.5".into()]).unwrap();
+        let AlgoConfig::Reinforce(r) = ok.algo;
+        assert_eq!(r.gamma, 0.5);
+    }
+}

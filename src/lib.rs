@@ -1,0 +1,33 @@
+//! shoal: composable reinforcement learning in Rust.
+//!
+//! This facade re-exports the workspace crates and holds what the `shoal`
+//! binary needs: run configuration ([`config`]), `--set` overrides, the
+//! training driver ([`train`]) and the commands ([`cli`]).
+//!
+//! | crate | re-exported as | job |
+//! |---|---|---|
+//! | shoal-core | [`core`] | traits: `Env`, `GoalEnv`, `Learner`, … |
+//! | shoal-env | [`env`] | the worm, the arm tasks, toy envs |
+//! | shoal-policy | [`policy`] | burn networks, Beta policy, special functions |
+//! | shoal-algo | [`algo`] | REINFORCE, DDPG, HER, HAC |
+//! | shoal-parallel | [`parallel`] | communicators and strategies |
+//! | shoal-eval | [`eval`] | metrics, checkpoints, plots |
+//!
+//! ```
+//! let cfg = shoal::config::preset("worm-reinforce").unwrap();
+//! assert_eq!(cfg.seed, 0);
+//! assert!(shoal::config::preset("no-such-preset").is_err());
+//! ```
+
+pub use shoal_algo as algo;
+pub use shoal_core as core;
+pub use shoal_env as env;
+pub use shoal_eval as eval;
+pub use shoal_parallel as parallel;
+pub use shoal_policy as policy;
+
+pub mod cli;
+pub mod config;
+mod overrides;
+pub mod progress;
+pub mod train;

@@ -1,0 +1,72 @@
+//! The `shoal` command line: train, evaluate, plot and benchmark.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use shoal::cli;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "shoal",
+    version,
+    about = "Composable reinforcement learning: worms, arms, and parallel training"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Train an agent from a preset or a config.toml.
+    Train(cli::TrainArgs),
+    /// Evaluate a run's latest checkpoint with the policy frozen; prints JSON.
+    Eval {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// Evaluation episodes.
+        #[arg(long, default_value_t = 20)]
+        episodes: usize,
+    },
+    /// Write PNG learning curves of one or more runs.
+    Plot {
+        /// Run directories (several are overlaid on one figure).
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// Output directory (default: the first run's plots/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Measure environment steps per second on one core; prints JSON.
+    BenchEnv {
+        /// `worm` or `push`.
+        env: String,
+        /// Control steps to time.
+        #[arg(long, default_value_t = 200_000)]
+        steps: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let help = cli::train_help();
+    let command = Cli::command().mut_subcommand("train", |c| c.after_long_help(help));
+    let matches = command.get_matches();
+    let parsed = match Cli::from_arg_matches(&matches) {
+        Ok(parsed) => parsed,
+        Err(e) => e.exit(),
+    };
+    let outcome = match parsed.command {
+        Command::Train(args) => cli::train(args),
+        Command::Eval { run_dir, episodes } => cli::eval(&run_dir, episodes),
+        Command::Plot { run_dirs, out } => cli::plot(&run_dirs, out.as_deref()),
+        Command::BenchEnv { env, steps } => cli::bench_env(&env, steps),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `--set key=value` overrides on a TOML configuration tree.
+//!
+//! A key must already exist in the fully resolved configuration (so a typo is
+//! an error, not a silently ignored setting); the value is parsed as a TOML
+//! literal and falls back to a string. Types are checked when the tree is
+//! deserialised back into the typed config.
+
+use shoal_core::{Error, Result};
+use toml::{Table, Value};
+
+/// Applies `key=value` (dotted key) to `tree`.
+pub fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
+    let (key, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| Error::Config(format!("--set expects key=value, got `{assignment}`")))?;
+    let key = key.trim();
+    let value = parse_literal(raw.trim());
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let leaf = parts
+        .pop()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Error::Config(format!("--set has an empty key in `{assignment}`")))?;
+    let mut table = tree;
+    for (depth, part) in parts.iter().enumerate() {
+        table = match table.get_mut(*part) {
+            Some(Value::Table(inner)) => inner,
+            _ => return Err(unknown_key(&parts[..=depth].join("."))),
+        };
+    }
+    match table.get_mut(leaf) {
+        Some(slot) => {
+            *slot = coerce_like(slot, value);
+            Ok(())
+        }
+        None => {
+            let known: Vec<&str> = table.keys().map(String::as_str).collect();
+            Err(Error::Config(format!(
+                "unknown key `{key}` (keys here: {})",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+fn unknown_key(key: &str) -> Error {
+    Error::Config(format!("unknown key `{key}`"))
+}
+
+/// A TOML literal (`3`, `1e-3`, `true`, `[64, 64]`, `"x"`), or the raw text as a string.
+fn parse_literal(raw: &str) -> Value {
+    toml::from_str::<Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(raw.to_string()))
+}
+
+/// `--set lr=1` should still give a float when the setting is a float.
+fn coerce_like(existing: &Value, value: Value) -> Value {
+    match (existing, value) {
+        (Value::Float(_), Value::Integer(i)) => Value::Float(i as f64),
+        (_, v) => v,
+    }
+}
+
+/// All dotted keys of `tree`, for `--help` listings.
+pub fn list_keys(tree: &Table) -> Vec<(String, String)> {
+    fn walk(prefix: &str, table: &Table, out: &mut Vec<(String, String)>) {
+        for (k, v) in table {
+            let key = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match v {
+                Value::Table(inner) => walk(&key, inner, out),
+                other => out.push((key, other.to_string())),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", tree, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> Table {
+        toml::from_str("seed = 1\n[algo]\nlearning_rate = 0.001\nhidden = [64, 64]\n").unwrap()
+    }
+
+    #[test]
+    fn override_replaces_existing_values_with_parsed_literals() {
+        let mut t = tree();
+        apply_override(&mut t, "algo.learning_rate=1").unwrap();
+        apply_override(&mut t, "algo.hidden=[32]").unwrap();
+        apply_override(&mut t, "seed = 7").unwrap();
+        assert_eq!(t["algo"]["learning_rate"], Value::Float(1.0));
+        assert_eq!(t["algo"]["hidden"], Value::Array(vec![Value::Integer(32)]));
+        assert_eq!(t["seed"], Value::Integer(7));
+    }
+
+    #[test]
+    fn unknown_keys_and_missing_equals_are_errors() {
+        let mut t = tree();
+        let err = apply_override(&mut t, "algo.learnig_rate=1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown key `algo.learnig_rate`"), "{err}");
+        assert!(apply_override(&mut t, "nosuch.x=1").is_err());
+        assert!(apply_override(&mut t, "seed").is_err());
+    }
+}

@@ -1,0 +1,272 @@
+//! End-to-end tests of the `shoal` binary: a tiny training run through the
+//! real entry point, and bad input rejected with one clear line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn shoal(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the shoal binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A scratch directory under the target dir, fresh for each test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Exits non-zero with exactly one `error:` line and no panic trace.
+fn assert_clean_failure(out: &Output, needle: &str) {
+    let err = stderr(out);
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {err}"
+    );
+    assert!(!err.contains("panicked"), "panic trace in stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "expected `{needle}` in: {err}");
+}
+
+const TINY: &[&str] = &[
+    "--set",
+    "train.episodes=40",
+    "--set",
+    "train.eval_every=20",
+    "--set",
+    "train.checkpoint_every=20",
+    "--quiet",
+];
+
+fn train_tiny(dir: &Path, out: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["train", "toy-reinforce", "--out", out];
+    args.extend_from_slice(TINY);
+    args.extend_from_slice(extra);
+    shoal(&args, dir)
+}
+
+#[test]
+fn tiny_training_run_writes_a_complete_run_directory() {
+    let dir = scratch("complete");
+    let out = train_tiny(&dir, "run", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = dir.join("run");
+    for file in ["config.toml", "metrics.jsonl", "summary.json"] {
+        assert!(run.join(file).is_file(), "missing {file}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["episodes"], 40);
+    assert!(summary["eval_return_mean"].is_number());
+    assert!(summary["eval_success_rate"].is_null());
+    assert!(summary["wall_s"].as_f64().unwrap() > 0.0);
+
+    let eval = shoal(&["eval", "run", "--episodes", "3"], &dir);
+    assert!(eval.status.success(), "{}", stderr(&eval));
+    let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
+    assert_eq!(report["episodes"], 3);
+
+    let plot = shoal(&["plot", "run"], &dir);
+    assert!(plot.status.success(), "{}", stderr(&plot));
+    assert!(run.join("plots").join("return_vs_episode.png").is_file());
+}
+
+#[test]
+fn same_seed_gives_identical_training_metrics() {
+    let dir = scratch("determinism");
+    assert!(train_tiny(&dir, "a", &[]).status.success());
+    assert!(train_tiny(&dir, "b", &[]).status.success());
+    let returns = |run: &str| -> Vec<String> {
+        std::fs::read_to_string(dir.join(run).join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("\"episode\"") && l.contains("episodic_return"))
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["charts/episodic_return"].to_string()
+            })
+            .collect()
+    };
+    let a = returns("a");
+    assert_eq!(a.len(), 40);
+    assert_eq!(a, returns("b"));
+}
+
+#[test]
+fn resume_continues_to_the_same_numbers_as_an_uninterrupted_run() {
+    let dir = scratch("resume");
+    assert!(train_tiny(&dir, "full", &[]).status.success());
+    // Train the first half, then resume with the full budget.
+    let half = shoal(
+        &[
+            "train",
+            "toy-reinforce",
+            "--out",
+            "split",
+            "--set",
+            "train.episodes=20",
+            "--set",
+            "train.eval_every=20",
+            "--set",
+            "train.checkpoint_every=20",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert!(half.status.success(), "{}", stderr(&half));
+    let mut args = vec!["train", "toy-reinforce", "--resume", "split"];
+    args.extend_from_slice(TINY);
+    let resumed = shoal(&args, &dir);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let summary = |run: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(run).join("summary.json")).unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        summary("full")["eval_return_mean"],
+        summary("split")["eval_return_mean"]
+    );
+    assert_eq!(summary("split")["episodes"], 40);
+}
+
+#[test]
+fn unknown_preset_is_one_clear_error() {
+    let dir = scratch("unknown-preset");
+    let out = shoal(&["train", "worm-reinforcee"], &dir);
+    assert_clean_failure(&out, "unknown preset `worm-reinforcee`");
+    assert!(
+        !dir.join("runs").exists(),
+        "nothing may be written for bad input"
+    );
+}
+
+#[test]
+fn unknown_set_key_is_one_clear_error() {
+    let dir = scratch("unknown-key");
+    let out = shoal(
+        &["train", "toy-reinforce", "--set", "algo.learnin_rate=1"],
+        &dir,
+    );
+    assert_clean_failure(&out, "unknown key `algo.learnin_rate`");
+}
+
+#[test]
+fn malformed_value_is_one_clear_error() {
+    let dir = scratch("malformed-value");
+    let out = shoal(
+        &["train", "toy-reinforce", "--set", "algo.gamma=fast"],
+        &dir,
+    );
+    assert_clean_failure(&out, "gamma");
+    let out = shoal(&["train", "toy-reinforce", "--set", "nonsense"], &dir);
+    assert_clean_failure(&out, "key=value");
+}
+
+#[test]
+fn malformed_config_file_is_one_clear_error() {
+    let dir = scratch("malformed-toml");
+    std::fs::write(dir.join("bad.toml"), "preset = \"x\"\nseed = [oops\n").unwrap();
+    let out = shoal(&["train", "bad.toml"], &dir);
+    assert_clean_failure(&out, "bad.toml is malformed");
+}
+
+#[test]
+fn zero_workers_and_unknown_backend_are_clear_errors() {
+    let dir = scratch("workers");
+    assert_clean_failure(
+        &shoal(&["train", "toy-reinforce", "--workers", "0"], &dir),
+        "workers",
+    );
+    assert_clean_failure(
+        &shoal(
+            &["train", "toy-reinforce", "--backend", "carrier-pigeon"],
+            &dir,
+        ),
+        "unknown backend `carrier-pigeon`",
+    );
+}
+
+#[test]
+fn corrupt_checkpoint_is_a_clear_error_and_changes_nothing() {
+    let dir = scratch("corrupt");
+    assert!(train_tiny(&dir, "run", &[]).status.success());
+    let run = dir.join("run");
+    let latest = std::fs::read_to_string(run.join("checkpoints").join("latest")).unwrap();
+    let state = run
+        .join("checkpoints")
+        .join(latest.trim())
+        .join("learner.bin");
+    let mut bytes = std::fs::read(&state).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xFF;
+    std::fs::write(&state, &bytes).unwrap();
+    let metrics_before = std::fs::read(run.join("metrics.jsonl")).unwrap();
+
+    let out = shoal(&["eval", "run"], &dir);
+    assert_clean_failure(&out, "learner.bin");
+    let mut args = vec!["train", "toy-reinforce", "--resume", "run"];
+    args.extend_from_slice(TINY);
+    assert_clean_failure(&shoal(&args, &dir), "learner.bin");
+    assert_eq!(
+        std::fs::read(run.join("metrics.jsonl")).unwrap(),
+        metrics_before
+    );
+    assert_eq!(std::fs::read(&state).unwrap(), bytes);
+}
+
+#[test]
+fn resume_with_a_mismatched_config_is_a_clear_error() {
+    let dir = scratch("mismatch");
+    assert!(train_tiny(&dir, "run", &[]).status.success());
+    let mut args = vec![
+        "train",
+        "toy-reinforce",
+        "--resume",
+        "run",
+        "--set",
+        "algo.hidden=[16]",
+    ];
+    args.extend_from_slice(TINY);
+    assert_clean_failure(&shoal(&args, &dir), "algo.hidden");
+}
+
+#[test]
+fn train_help_lists_presets_and_keys() {
+    let dir = scratch("help");
+    let out = shoal(&["train", "--help"], &dir);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "worm-reinforce",
+        "worm-pool",
+        "algo.learning_rate",
+        "train.episodes",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from --help");
+    }
+}
+
+#[test]
+fn bench_env_prints_steps_per_second_as_json() {
+    let dir = scratch("bench");
+    let out = shoal(&["bench-env", "worm", "--steps", "2000"], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["steps_per_s"].as_f64().unwrap() > 0.0);
+    assert_clean_failure(
+        &shoal(&["bench-env", "submarine"], &dir),
+        "unknown env `submarine`",
+    );
+}
