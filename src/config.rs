@@ -250,7 +250,10 @@ mod tests {
         let err = RunConfig::resolve("toy-reinforce", &["algo.gamma=fast".into()])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("after --set"), "{err}");
+        assert!(
+            err.contains("`algo.gamma` expects a float, got `fast`"),
+            "{err}"
+        );
         let ok = RunConfig::resolve("toy-reinforce", &["algo.gamma=0.5".into()]).unwrap();
         let AlgoConfig::Reinforce(r) = ok.algo;
         assert_eq!(r.gamma, 0.5);

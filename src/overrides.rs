@@ -2,8 +2,8 @@
 //!
 //! A key must already exist in the fully resolved configuration (so a typo is
 //! an error, not a silently ignored setting); the value is parsed as a TOML
-//! literal and falls back to a string. Types are checked when the tree is
-//! deserialised back into the typed config.
+//! literal and falls back to a string, and must have the type of the value it
+//! replaces (an integer may stand for a float).
 
 use shoal_core::{Error, Result};
 use toml::{Table, Value};
@@ -29,7 +29,16 @@ pub fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
     }
     match table.get_mut(leaf) {
         Some(slot) => {
-            *slot = coerce_like(slot, value);
+            let value = coerce_like(slot, value);
+            if value.type_str() != slot.type_str() {
+                return Err(Error::Config(format!(
+                    "`{key}` expects {} {}, got `{}`",
+                    article(slot.type_str()),
+                    slot.type_str(),
+                    raw.trim()
+                )));
+            }
+            *slot = value;
             Ok(())
         }
         None => {
@@ -39,6 +48,14 @@ pub fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
                 known.join(", ")
             )))
         }
+    }
+}
+
+fn article(type_name: &str) -> &'static str {
+    if type_name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
     }
 }
 
