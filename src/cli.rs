@@ -20,7 +20,7 @@ pub struct TrainArgs {
     /// Override one setting, e.g. `--set algo.learning_rate=1e-3` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Run directory (default: runs/<preset>, numbered if it exists).
+    /// Run directory (default: `runs/<preset>`, numbered if it exists).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Master seed (shorthand for --set seed=N).

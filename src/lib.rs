@@ -7,7 +7,7 @@
 //! | crate | re-exported as | job |
 //! |---|---|---|
 //! | shoal-core | [`core`] | traits: `Env`, `GoalEnv`, `Learner`, … |
-//! | shoal-env | [`env`] | the worm, the arm tasks, toy envs |
+//! | shoal-env | [`env`](mod@env) | the worm, the arm tasks, toy envs |
 //! | shoal-policy | [`policy`] | burn networks, Beta policy, special functions |
 //! | shoal-algo | [`algo`] | REINFORCE, DDPG, HER, HAC |
 //! | shoal-parallel | [`parallel`] | communicators and strategies |
