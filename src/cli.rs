@@ -5,12 +5,11 @@ use std::time::Instant;
 
 use serde_json::json;
 use shoal_core::{Error, Result, rng_from_seed};
-use shoal_eval::{RunDir, load_latest};
+use shoal_eval::RunDir;
 
 use crate::config::{EnvConfig, PRESETS, RunConfig, preset};
 use crate::overrides::list_keys;
-use crate::progress::ProgressReporter;
-use crate::train::{check_resume_config, eval_seed, make_env, make_learner, train_single};
+use crate::train::{Plan, eval_seed, load_run, make_env, run};
 
 /// Arguments of `shoal train`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -87,34 +86,20 @@ impl TrainArgs {
 pub fn train(args: TrainArgs) -> Result<()> {
     let cfg = args.resolve()?;
     validate(&cfg)?;
-    let (run, checkpoint) = match &args.resume {
-        Some(dir) => {
-            let run = RunDir::new(dir);
-            let ckpt = load_latest(run.path())?;
-            check_resume_config(&ckpt, &cfg)?;
-            (run, Some(ckpt))
-        }
-        None => {
-            let run = RunDir::new(fresh_run_dir(args.out.as_deref(), &cfg.preset)?);
-            run.create()?;
-            (run, None)
-        }
+    let plan = Plan {
+        cfg,
+        out: args.out.clone(),
+        resume: args.resume.clone(),
+        quiet: args.quiet,
     };
-    run.write_config(&cfg.to_toml())?;
-    let mut progress = ProgressReporter::new(args.quiet);
-    let summary = match cfg.parallel.strategy.as_str() {
-        "none" => train_single(&cfg, &run, checkpoint.as_ref(), &mut progress)?,
-        other => {
-            return Err(Error::Config(format!(
-                "parallel strategy `{other}` is not available"
-            )));
-        }
-    };
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&summary).expect("summary is JSON")
-    );
-    eprintln!("run directory: {}", run.path().display());
+    // On parallel runs only rank 0 gets a result; worker processes end here.
+    if let Some((run_dir, summary)) = run(&plan)? {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).expect("summary is JSON")
+        );
+        eprintln!("run directory: {}", run_dir.display());
+    }
     Ok(())
 }
 
@@ -122,53 +107,13 @@ fn validate(cfg: &RunConfig) -> Result<()> {
     if cfg.parallel.workers == 0 {
         return Err(Error::Config("parallel.workers must be at least 1".into()));
     }
-    if !["threads", "processes", "mpi"].contains(&cfg.parallel.backend.as_str()) {
-        return Err(Error::Config(format!(
-            "unknown backend `{}` (backends: threads, processes, mpi)",
-            cfg.parallel.backend
-        )));
-    }
+    cfg.parallel.backend.parse::<shoal_parallel::Backend>()?;
     if cfg.train.eval_every == 0 || cfg.train.checkpoint_every == 0 {
         return Err(Error::Config(
             "train.eval_every and train.checkpoint_every must be ≥ 1".into(),
         ));
     }
     Ok(())
-}
-
-/// `--out`, or `runs/<preset>` numbered `-2`, `-3`, … so no earlier run is overwritten.
-fn fresh_run_dir(out: Option<&Path>, preset: &str) -> Result<PathBuf> {
-    if let Some(out) = out {
-        let occupied = out.join("config.toml").exists();
-        if occupied {
-            return Err(Error::Config(format!(
-                "{} already holds a run; use --resume {} or another --out",
-                out.display(),
-                out.display()
-            )));
-        }
-        return Ok(out.to_path_buf());
-    }
-    let base = PathBuf::from("runs").join(preset);
-    let mut candidate = base.clone();
-    let mut n = 1;
-    while candidate.exists() {
-        n += 1;
-        candidate = PathBuf::from(format!("{}-{n}", base.display()));
-    }
-    Ok(candidate)
-}
-
-/// Loads a run's config and latest checkpoint into a fresh learner.
-pub fn load_run(run_dir: &Path) -> Result<(RunConfig, Box<dyn shoal_core::Learner>)> {
-    let run = RunDir::new(run_dir);
-    let text = std::fs::read_to_string(run.config())
-        .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
-    let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
-    let ckpt = load_latest(run.path())?;
-    let mut learner = make_learner(&cfg, 0, 1.0)?;
-    learner.load_state(ckpt.blob("learner")?)?;
-    Ok((cfg, learner))
 }
 
 /// `shoal eval`.
@@ -201,8 +146,12 @@ pub fn plot(run_dirs: &[PathBuf], out: Option<&Path>) -> Result<()> {
 pub fn bench_env(name: &str, steps: u64) -> Result<()> {
     let cfg = match name {
         "worm" => EnvConfig::Worm(Default::default()),
+        "push" => EnvConfig::ArmPush(Default::default()),
+        "ball" => EnvConfig::BallToNet(Default::default()),
         other => {
-            return Err(Error::Config(format!("unknown env `{other}` (envs: worm)")));
+            return Err(Error::Config(format!(
+                "unknown env `{other}` (envs: worm, push, ball)"
+            )));
         }
     };
     let mut env = make_env(&cfg)?;

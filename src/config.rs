@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use shoal_algo::ReinforceConfig;
+use shoal_algo::{DdpgConfig, ReinforceConfig};
 use shoal_core::{Error, Result};
 
 use crate::overrides::apply_override;
@@ -18,6 +18,25 @@ pub enum EnvConfig {
     Worm(shoal_env::WormConfig),
     /// The 1-D/2-D point-reaching toy task, for fast tests.
     PointReach(shoal_env::PointReachConfig),
+    /// A gripper pushes a box to a goal on a table (`arm-push-v1`).
+    ArmPush(shoal_env::ArmPushConfig),
+    /// A gripper strikes a ball into a net (`ball-to-net-v1`).
+    BallToNet(shoal_env::BallToNetConfig),
+    /// The goal-conditioned point toy task, for fast tests.
+    PointGoal(shoal_env::PointGoalConfig),
+}
+
+impl EnvConfig {
+    /// The `kind` tag of this env in config files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EnvConfig::Worm(_) => "worm",
+            EnvConfig::PointReach(_) => "point-reach",
+            EnvConfig::ArmPush(_) => "arm-push",
+            EnvConfig::BallToNet(_) => "ball-to-net",
+            EnvConfig::PointGoal(_) => "point-goal",
+        }
+    }
 }
 
 /// Which algorithm to train with, with its hyperparameters.
@@ -26,6 +45,18 @@ pub enum EnvConfig {
 pub enum AlgoConfig {
     /// REINFORCE with a baseline and a Beta policy.
     Reinforce(ReinforceConfig),
+    /// DDPG with hindsight experience replay, for goal tasks.
+    Ddpg(DdpgConfig),
+}
+
+impl AlgoConfig {
+    /// The `kind` tag of this algorithm in config files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AlgoConfig::Reinforce(_) => "reinforce",
+            AlgoConfig::Ddpg(_) => "ddpg",
+        }
+    }
 }
 
 /// How long to train and how often to evaluate and checkpoint.
@@ -165,6 +196,24 @@ pub fn preset(name: &str) -> Result<RunConfig> {
             },
             parallel: ParallelConfig::default(),
         },
+        "push-ddpg-her" => goal_preset(name, EnvConfig::ArmPush(Default::default())),
+        "ball-ddpg-her" => goal_preset(name, EnvConfig::BallToNet(Default::default())),
+        "toy-ddpg-her" => RunConfig {
+            algo: AlgoConfig::Ddpg(DdpgConfig {
+                hidden: vec![64, 64],
+                n_batches: 10,
+                batch_size: 64,
+                ..DdpgConfig::default()
+            }),
+            train: TrainConfig {
+                episodes: 200,
+                eval_every: 50,
+                eval_episodes: 10,
+                final_eval_episodes: 20,
+                checkpoint_every: 50,
+            },
+            ..goal_preset(name, EnvConfig::PointGoal(Default::default()))
+        },
         other => {
             let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
             return Err(Error::Config(format!(
@@ -174,6 +223,30 @@ pub fn preset(name: &str) -> Result<RunConfig> {
         }
     };
     Ok(cfg)
+}
+
+/// DDPG + HER with OpenAI baselines' defaults on a goal task. The budget is
+/// counted in episodes: 50 cycles × 2 episodes make one of baselines'
+/// epochs, evaluated every 5 epochs.
+fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
+    RunConfig {
+        preset: name.into(),
+        seed: 0,
+        env,
+        algo: AlgoConfig::Ddpg(DdpgConfig::default()),
+        train: TrainConfig {
+            episodes: 20_000,
+            eval_every: 500,
+            eval_episodes: 20,
+            final_eval_episodes: 100,
+            checkpoint_every: 1_000,
+        },
+        parallel: ParallelConfig {
+            strategy: "none".into(),
+            episodes_per_iteration: 2,
+            ..ParallelConfig::default()
+        },
+    }
 }
 
 impl RunConfig {

@@ -1,14 +1,28 @@
 //! `shoal train`: builds envs and learners from a [`RunConfig`], runs the
 //! training loop (alone or through a parallel strategy), and keeps the run
-//! directory — metrics, checkpoints, summary, plots — up to date.
+//! directory — metrics, checkpoints, summary — up to date.
+//!
+//! Parallel runs go through [`shoal_parallel::launch`], which may re-run this
+//! executable as worker processes (or be started by `mpirun`). Everything
+//! with a side effect — creating the run directory, writing metrics and
+//! checkpoints, printing — therefore happens inside the launched body and on
+//! rank 0 only.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
-use shoal_algo::Reinforce;
-use shoal_core::{Env, Error, Learner, Result, derive_seed};
+use shoal_algo::{Ddpg, Reinforce};
+use shoal_core::{
+    Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner, derive_seed,
+};
 use shoal_eval::{
     Checkpoint, CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Summary,
+    load_latest,
+};
+use shoal_parallel::{
+    AveragingConfig, Communicator, Control, Counters, GatherConfig, GradientAveraging,
+    IterationRecord, Pool, PoolConfig, Resume, RolloutGather, Strategy, launch,
 };
 
 use crate::config::{AlgoConfig, EnvConfig, RunConfig};
@@ -18,27 +32,77 @@ use crate::progress::ProgressReporter;
 /// run, so successive evaluations face the same starting states.
 const EVAL_STREAM: u64 = 0xE7A1;
 
+/// Blob names inside a checkpoint.
+const STATE_BLOB: &str = "learner";
+const MEMORY_BLOB: &str = "memory";
+
 /// A fresh instance of the configured environment.
 pub fn make_env(cfg: &EnvConfig) -> Result<Box<dyn Env>> {
     Ok(match cfg {
         EnvConfig::Worm(worm) => Box::new(shoal_env::Worm::new(worm.clone())?),
         EnvConfig::PointReach(toy) => Box::new(shoal_env::PointReach::new(toy.clone())?),
+        goal => Box::new(make_goal_env(goal)?),
+    })
+}
+
+/// A fresh instance of the configured goal-conditioned environment.
+pub fn make_goal_env(cfg: &EnvConfig) -> Result<Box<dyn GoalEnv>> {
+    Ok(match cfg {
+        EnvConfig::ArmPush(push) => Box::new(shoal_env::ArmPush::new(push.clone())?),
+        EnvConfig::BallToNet(ball) => Box::new(shoal_env::BallToNet::new(ball.clone())?),
+        EnvConfig::PointGoal(toy) => Box::new(shoal_env::PointGoal::new(toy.clone())?),
+        other => {
+            return Err(Error::Config(format!(
+                "env `{}` is not goal-conditioned; goal algorithms need arm-push, ball-to-net or \
+                 point-goal",
+                other.kind()
+            )));
+        }
     })
 }
 
 /// The learner of worker `rank` (seeded `seed + rank`); `lr_scale`
 /// multiplies its learning rates (per-worker hyperparameters of the pool).
-pub fn make_learner(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Box<dyn Learner>> {
-    let seed = cfg.seed + rank as u64;
+pub fn make_learner(
+    cfg: &RunConfig,
+    rank: usize,
+    lr_scale: f64,
+) -> Result<Box<dyn GradientLearner>> {
+    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
     match &cfg.algo {
-        AlgoConfig::Reinforce(algo) => {
+        AlgoConfig::Reinforce(_) => Ok(Box::new(make_reinforce(cfg, rank, lr_scale)?)),
+        AlgoConfig::Ddpg(algo) => {
             let mut algo = algo.clone();
-            algo.learning_rate *= lr_scale;
-            algo.value_learning_rate *= lr_scale;
-            let learner = Reinforce::new(algo, make_env(&cfg.env)?, make_env(&cfg.env)?, seed)?;
+            algo.actor_lr *= lr_scale;
+            algo.critic_lr *= lr_scale;
+            let env = make_goal_env(&cfg.env)?;
+            let learner = Ddpg::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
             Ok(Box::new(learner))
         }
     }
+}
+
+/// The learner of worker `rank` for the rollout-gather strategy, which needs
+/// an algorithm that can split collection from update.
+pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn RolloutLearner>> {
+    match &cfg.algo {
+        AlgoConfig::Reinforce(_) => Ok(Box::new(make_reinforce(cfg, rank, 1.0)?)),
+        other => Err(Error::Config(format!(
+            "parallel.strategy `gather` needs a batch algorithm (reinforce), not `{}`",
+            other.kind()
+        ))),
+    }
+}
+
+fn make_reinforce(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Reinforce<Box<dyn Env>>> {
+    let AlgoConfig::Reinforce(algo) = &cfg.algo else {
+        unreachable!("called for reinforce configs only")
+    };
+    let mut algo = algo.clone();
+    algo.learning_rate *= lr_scale;
+    algo.value_learning_rate *= lr_scale;
+    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    Reinforce::new(algo, make_env(&cfg.env)?, make_env(&cfg.env)?, seed)
 }
 
 /// The evaluation seed of a run.
@@ -46,14 +110,219 @@ pub fn eval_seed(cfg: &RunConfig) -> u64 {
     derive_seed(cfg.seed, EVAL_STREAM)
 }
 
-/// Where a run starts: from scratch, or from a checkpoint.
-pub struct Start {
-    /// Episodes already trained.
-    pub episodes: u64,
-    /// Env steps already taken.
-    pub env_steps: u64,
-    /// Wall-clock seconds already spent.
-    pub wall_s: f64,
+/// What `shoal train` was asked to do, resolved but not yet acted on.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The run's configuration.
+    pub cfg: RunConfig,
+    /// `--out`, if given.
+    pub out: Option<PathBuf>,
+    /// `--resume DIR`, if given.
+    pub resume: Option<PathBuf>,
+    /// No progress output.
+    pub quiet: bool,
+}
+
+/// Runs a plan: one learner, or `parallel.workers` through the configured
+/// strategy on the configured backend. Returns the run directory and summary
+/// on rank 0, `None` on other ranks.
+pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
+    let cfg = &plan.cfg;
+    if cfg.parallel.strategy == "none" {
+        if cfg.parallel.workers != 1 {
+            return Err(Error::Config(format!(
+                "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} workers \
+                 also --set parallel.strategy=pool|gather|gradient",
+                cfg.preset, cfg.parallel.workers
+            )));
+        }
+        let (run, checkpoint) = open_run(plan)?;
+        let summary = train_single(cfg, &run, checkpoint.as_ref(), plan.quiet)?;
+        return Ok(Some((run.path().to_path_buf(), summary)));
+    }
+    let backend = cfg.parallel.backend.parse()?;
+    launch(backend, cfg.parallel.workers, |comm: &dyn Communicator| {
+        train_parallel(plan, comm)
+    })
+    .map(Option::flatten)
+}
+
+/// Creates the run directory (or opens the one to resume) and writes its config.
+fn open_run(plan: &Plan) -> Result<(RunDir, Option<Checkpoint>)> {
+    let (run, checkpoint) = match &plan.resume {
+        Some(dir) => {
+            let run = RunDir::new(dir);
+            let ckpt = load_latest(run.path())?;
+            check_resume_config(&ckpt, &plan.cfg)?;
+            (run, Some(ckpt))
+        }
+        None => {
+            let run = RunDir::new(fresh_run_dir(plan.out.as_deref(), &plan.cfg.preset)?);
+            run.create()?;
+            (run, None)
+        }
+    };
+    run.write_config(&plan.cfg.to_toml())?;
+    Ok((run, checkpoint))
+}
+
+/// `--out`, or `runs/<preset>` numbered `-2`, `-3`, … so no earlier run is overwritten.
+fn fresh_run_dir(out: Option<&std::path::Path>, preset: &str) -> Result<PathBuf> {
+    if let Some(out) = out {
+        if out.join("config.toml").exists() {
+            return Err(Error::Config(format!(
+                "{} already holds a run; use --resume {} or another --out",
+                out.display(),
+                out.display()
+            )));
+        }
+        return Ok(out.to_path_buf());
+    }
+    let base = PathBuf::from("runs").join(preset);
+    let mut candidate = base.clone();
+    let mut n = 1;
+    while candidate.exists() {
+        n += 1;
+        candidate = PathBuf::from(format!("{}-{n}", base.display()));
+    }
+    Ok(candidate)
+}
+
+/// Rank 0's bookkeeping: metrics, checkpoints and progress output, shared by
+/// the single-learner loop and every parallel strategy.
+struct Recorder {
+    run: RunDir,
+    metrics: MetricsLog,
+    progress: ProgressReporter,
+    config_toml: String,
+    seed: u64,
+    checkpoint_every: u64,
+    clock: Instant,
+    wall_before: f64,
+}
+
+impl Recorder {
+    fn new(cfg: &RunConfig, run: RunDir, resume: Option<&Checkpoint>, quiet: bool) -> Result<Self> {
+        let (metrics, wall_before, done) = match resume {
+            Some(ckpt) => {
+                let p = ckpt.progress();
+                (
+                    MetricsLog::resume(run.path(), p.episodes)?,
+                    p.wall_s,
+                    p.episodes,
+                )
+            }
+            None => (MetricsLog::open(run.path())?, 0.0, 0),
+        };
+        let mut progress = ProgressReporter::new(quiet);
+        progress.start(cfg.train.episodes, done);
+        Ok(Recorder {
+            run,
+            metrics,
+            progress,
+            config_toml: cfg.to_toml(),
+            seed: cfg.seed,
+            checkpoint_every: cfg.train.checkpoint_every.max(1),
+            clock: Instant::now(),
+            wall_before,
+        })
+    }
+
+    /// Wall-clock seconds of the whole run, earlier sessions included.
+    fn wall(&self) -> f64 {
+        self.wall_before + self.clock.elapsed().as_secs_f64()
+    }
+
+    fn eval(&mut self, counters: Counters, eval: &shoal_core::EvalReport) -> Result<()> {
+        let mut record = Record::new(
+            RecordKind::Eval,
+            counters.episodes,
+            counters.env_steps,
+            self.wall(),
+        )
+        .scalar("eval/return_mean", eval.return_mean)
+        .scalar("eval/return_std", eval.return_std);
+        if let Some(rate) = eval.success_rate {
+            record = record.scalar("eval/success_rate", rate);
+        }
+        self.metrics.write(&record)?;
+        let success = eval
+            .success_rate
+            .map(|r| format!(", success {r:.2}"))
+            .unwrap_or_default();
+        self.progress.note(&format!(
+            "episode {}: eval return {:.2}{success}",
+            counters.episodes, eval.return_mean
+        ));
+        Ok(())
+    }
+
+    /// Writes a checkpoint of `learner` after `counters`; records up to
+    /// these counters must already be in the metrics log.
+    fn checkpoint<L: Learner + ?Sized>(&self, learner: &L, counters: Counters) -> Result<()> {
+        let progress = Progress {
+            episodes: counters.episodes,
+            env_steps: counters.env_steps,
+            wall_s: self.wall(),
+            iteration: counters.iteration,
+            seed: self.seed,
+        };
+        let state = learner.save_state();
+        let memory = learner.save_memory();
+        let mut writer = CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
+            .blob(STATE_BLOB, &state[..])
+            .extra("eval_env_steps", counters.eval_env_steps);
+        if let Some(memory) = &memory {
+            writer = writer.blob(MEMORY_BLOB, &memory[..]);
+        }
+        writer.commit()?;
+        Ok(())
+    }
+
+    /// One strategy iteration: its metrics lines, an evaluation if one ran,
+    /// and a checkpoint when the run crossed a multiple of `checkpoint_every`.
+    fn iteration<L: Learner + ?Sized>(
+        &mut self,
+        record: &IterationRecord,
+        learner: &L,
+        episodes_before: u64,
+        last_iteration: u64,
+    ) -> Result<Control> {
+        let counters = record.counters();
+        let mut line = Record::new(
+            RecordKind::Iteration,
+            record.episodes,
+            record.env_steps,
+            self.wall(),
+        )
+        .field("iteration", record.iteration)
+        .field("strategy", record.strategy.as_str())
+        .field("workers", record.workers)
+        .scalars(record.scalars.iter().map(|(k, v)| (k.clone(), *v)));
+        if let Some(mean) = record.train_return_mean {
+            line = line.scalar("charts/episodic_return", mean);
+        }
+        if let Some(rate) = record.train_success_rate {
+            line = line.scalar("charts/success_rate", rate);
+        }
+        if let Some(winner) = record.winner {
+            line = line
+                .field("pool/winner", winner)
+                .field("pool/worker_eval_means", record.worker_eval_means.clone());
+        }
+        self.metrics.write(&line)?;
+        if let Some(eval) = &record.eval {
+            self.eval(counters, eval)?;
+        }
+        let crossed =
+            record.episodes / self.checkpoint_every > episodes_before / self.checkpoint_every;
+        if crossed || record.iteration == last_iteration {
+            self.checkpoint(learner, counters)?;
+        }
+        self.progress
+            .advance(record.episodes, record.train_return_mean);
+        Ok(Control::Continue)
+    }
 }
 
 /// Trains a single learner (no parallel strategy) and returns the summary.
@@ -61,38 +330,21 @@ pub fn train_single(
     cfg: &RunConfig,
     run: &RunDir,
     resume: Option<&Checkpoint>,
-    progress: &mut ProgressReporter,
+    quiet: bool,
 ) -> Result<Summary> {
     let mut learner = make_learner(cfg, 0, 1.0)?;
-    let mut start = Start {
-        episodes: 0,
-        env_steps: 0,
-        wall_s: 0.0,
-    };
-    let mut metrics = match resume {
-        Some(ckpt) => {
-            learner.load_state(ckpt.blob("learner")?)?;
-            let p = ckpt.progress();
-            start = Start {
-                episodes: p.episodes,
-                env_steps: p.env_steps,
-                wall_s: p.wall_s,
-            };
-            MetricsLog::resume(run.path(), p.episodes)?
-        }
-        None => MetricsLog::open(run.path())?,
-    };
-    let clock = Instant::now();
-    let wall = |start: &Start| start.wall_s + clock.elapsed().as_secs_f64();
-    let (mut episodes, mut env_steps) = (start.episodes, start.env_steps);
-    let config_toml = cfg.to_toml();
-    progress.start(cfg.train.episodes, episodes);
+    let mut counters = Counters::default();
+    if let Some(ckpt) = resume {
+        restore(learner.as_mut(), ckpt)?;
+        counters = checkpoint_counters(ckpt);
+    }
+    let mut recorder = Recorder::new(cfg, RunDir::new(run.path()), resume, quiet)?;
 
-    while episodes < cfg.train.episodes {
+    while counters.episodes < cfg.train.episodes {
         // Train up to the next evaluation or checkpoint boundary, whichever comes first.
-        let next_eval = next_multiple(episodes, cfg.train.eval_every);
-        let next_ckpt = next_multiple(episodes, cfg.train.checkpoint_every);
-        let chunk = next_eval.min(next_ckpt).min(cfg.train.episodes) - episodes;
+        let next_eval = next_multiple(counters.episodes, cfg.train.eval_every);
+        let next_ckpt = next_multiple(counters.episodes, cfg.train.checkpoint_every);
+        let chunk = next_eval.min(next_ckpt).min(cfg.train.episodes) - counters.episodes;
         let report = learner.learn(chunk as usize)?;
         for (i, (ret, len)) in report
             .episode_returns
@@ -100,62 +352,199 @@ pub fn train_single(
             .zip(&report.episode_lengths)
             .enumerate()
         {
-            env_steps += len;
-            let record = Record::new(
+            counters.env_steps += len;
+            let mut record = Record::new(
                 RecordKind::Episode,
-                episodes + i as u64 + 1,
-                env_steps,
-                wall(&start),
+                counters.episodes + i as u64 + 1,
+                counters.env_steps,
+                recorder.wall(),
             )
             .scalar("charts/episodic_return", *ret)
             .scalar("charts/episodic_length", *len as f64);
-            metrics.write(&record)?;
-        }
-        episodes += chunk;
-        let last_return = report.episode_returns.last().copied();
-        if !report.scalars.is_empty() {
-            let record = Record::new(RecordKind::Update, episodes, env_steps, wall(&start))
-                .scalars(report.scalars.iter().map(|(k, v)| (k.clone(), *v)));
-            metrics.write(&record)?;
-        }
-        if episodes % cfg.train.eval_every == 0 || episodes == cfg.train.episodes {
-            let eval = learner.evaluate(cfg.train.eval_episodes, eval_seed(cfg))?;
-            let mut record = Record::new(RecordKind::Eval, episodes, env_steps, wall(&start))
-                .scalar("eval/return_mean", eval.return_mean)
-                .scalar("eval/return_std", eval.return_std);
-            if let Some(rate) = eval.success_rate {
-                record = record.scalar("eval/success_rate", rate);
+            if let Some(success) = report.episode_successes.get(i) {
+                record = record.scalar("charts/success", f64::from(u8::from(*success)));
             }
-            metrics.write(&record)?;
-            progress.note(&format!(
-                "episode {episodes}: eval return {:.2}",
-                eval.return_mean
-            ));
+            recorder.metrics.write(&record)?;
         }
-        if episodes % cfg.train.checkpoint_every == 0 || episodes == cfg.train.episodes {
-            let state = learner.save_state();
-            let p = Progress {
-                episodes,
-                env_steps,
-                wall_s: wall(&start),
-                iteration: 0,
-                seed: cfg.seed,
-            };
-            CheckpointWriter::new(run.path(), &config_toml, p)
-                .blob("learner", &state[..])
-                .commit()?;
+        counters.episodes += chunk;
+        counters.iteration += 1;
+        if !report.scalars.is_empty() {
+            let record = Record::new(
+                RecordKind::Update,
+                counters.episodes,
+                counters.env_steps,
+                recorder.wall(),
+            )
+            .scalars(report.scalars.iter().map(|(k, v)| (k.clone(), *v)));
+            recorder.metrics.write(&record)?;
         }
-        progress.advance(episodes, last_return);
+        let done = counters.episodes == cfg.train.episodes;
+        if counters.episodes % cfg.train.eval_every == 0 || done {
+            let eval = learner.evaluate(cfg.train.eval_episodes, eval_seed(cfg))?;
+            recorder.eval(counters, &eval)?;
+        }
+        if counters.episodes % cfg.train.checkpoint_every == 0 || done {
+            recorder.checkpoint(learner.as_ref(), counters)?;
+        }
+        recorder
+            .progress
+            .advance(counters.episodes, report.episode_returns.last().copied());
     }
-    progress.finish();
-    finish_run(
-        cfg,
-        run,
-        learner.as_mut(),
-        episodes,
-        env_steps,
-        wall(&start),
-    )
+    recorder.progress.finish();
+    let wall = recorder.wall();
+    finish_run(cfg, run, learner.as_mut(), counters, wall)
+}
+
+/// Loads a checkpoint's state (and memory, if it holds one) into `learner`.
+fn restore<L: Learner + ?Sized>(learner: &mut L, ckpt: &Checkpoint) -> Result<()> {
+    learner.load_state(ckpt.blob(STATE_BLOB)?)?;
+    if ckpt.blob_names().any(|name| name == MEMORY_BLOB) {
+        learner.load_memory(ckpt.blob(MEMORY_BLOB)?)?;
+    }
+    Ok(())
+}
+
+fn checkpoint_counters(ckpt: &Checkpoint) -> Counters {
+    let p = ckpt.progress();
+    let eval_env_steps = ckpt
+        .meta()
+        .extra
+        .get("eval_env_steps")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    Counters {
+        iteration: p.iteration,
+        episodes: p.episodes,
+        env_steps: p.env_steps,
+        eval_env_steps,
+    }
+}
+
+/// The body every rank runs in a parallel run.
+fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBuf, Summary)>> {
+    let cfg = &plan.cfg;
+    // Rank 0 alone touches the file system; the others learn whether it could.
+    let mut setup = None;
+    let mut status = vec![1u8];
+    if comm.is_root() {
+        match open_run(plan).and_then(|(run, ckpt)| {
+            let recorder = Recorder::new(cfg, RunDir::new(run.path()), ckpt.as_ref(), plan.quiet)?;
+            Ok((run, ckpt, recorder))
+        }) {
+            Ok(s) => setup = Some(s),
+            Err(e) => {
+                status[0] = 0;
+                comm.broadcast_bytes(&mut status, 0)?;
+                return Err(e);
+            }
+        }
+    }
+    comm.broadcast_bytes(&mut status, 0)?;
+    if status[0] == 0 {
+        return Err(Error::Comm(
+            "rank 0 could not set up the run directory".into(),
+        ));
+    }
+
+    let workers = comm.size() as u64;
+    let per_worker = cfg.parallel.episodes_per_iteration.max(1) as u64;
+    let iterations = cfg.train.episodes.div_ceil(per_worker * workers).max(1);
+    let eval_interval = (cfg.train.eval_every / (per_worker * workers)).max(1);
+    let resume = match &setup {
+        Some((_, Some(ckpt), _)) => Resume {
+            counters: checkpoint_counters(ckpt),
+            state: Some(ckpt.blob(STATE_BLOB)?.to_vec()),
+        },
+        _ => Resume::default(),
+    };
+    // Rank 0 continues from the checkpoint's replay memory; the strategies
+    // hand the agent's state to the other ranks, not their memories.
+    let memory = match &setup {
+        Some((_, Some(ckpt), _)) if ckpt.blob_names().any(|n| n == MEMORY_BLOB) => {
+            Some(ckpt.blob(MEMORY_BLOB)?.to_vec())
+        }
+        _ => None,
+    };
+    let mut recorder = setup.as_mut().map(|(_, _, recorder)| recorder);
+    let mut episodes_before = resume.counters.episodes;
+    let mut observe = |record: &IterationRecord, learner: &dyn Learner| -> Result<Control> {
+        let recorder = recorder.as_mut().expect("the callback runs on rank 0");
+        let control = recorder.iteration(record, learner, episodes_before, iterations)?;
+        episodes_before = record.episodes;
+        Ok(control)
+    };
+
+    let rank = comm.rank();
+    let (mut final_learner, outcome): (Box<dyn Learner>, _) = match cfg.parallel.strategy.as_str() {
+        "pool" => {
+            let scale = if rank == 0 {
+                cfg.parallel.worker0_lr_scale
+            } else {
+                1.0
+            };
+            let mut learner = make_learner(cfg, rank, scale)?;
+            let config = PoolConfig::default()
+                .iterations(iterations)
+                .episodes_per_iteration(per_worker as usize)
+                .eval_episodes(cfg.parallel.pool_eval_episodes)
+                .seed(eval_seed(cfg));
+            if let Some(memory) = &memory {
+                learner.load_memory(memory)?;
+            }
+            let outcome = Pool::new(config).resume(resume).run(
+                comm,
+                &mut learner,
+                &mut |r, l: &Box<dyn GradientLearner>| observe(r, l),
+            )?;
+            (Box::new(learner), outcome)
+        }
+        "gather" => {
+            let mut learner = make_rollout_learner(cfg, rank)?;
+            let config = GatherConfig::default()
+                .iterations(iterations)
+                .episodes_per_worker(per_worker as usize)
+                .eval_interval(eval_interval)
+                .eval_episodes(cfg.train.eval_episodes)
+                .seed(eval_seed(cfg));
+            let outcome = RolloutGather::new(config).resume(resume).run(
+                comm,
+                &mut learner,
+                &mut |r, l: &Box<dyn RolloutLearner>| observe(r, l),
+            )?;
+            (Box::new(learner), outcome)
+        }
+        "gradient" => {
+            let mut learner = make_learner(cfg, rank, 1.0)?;
+            let config = AveragingConfig::default()
+                .iterations(iterations)
+                .episodes_per_iteration(per_worker as usize)
+                .eval_interval(eval_interval)
+                .eval_episodes(cfg.train.eval_episodes)
+                .seed(eval_seed(cfg));
+            if let Some(memory) = &memory {
+                learner.load_memory(memory)?;
+            }
+            let outcome = GradientAveraging::new(config).resume(resume).run(
+                comm,
+                &mut learner,
+                &mut |r, l: &Box<dyn GradientLearner>| observe(r, l),
+            )?;
+            (Box::new(learner), outcome)
+        }
+        other => {
+            return Err(Error::Config(format!(
+                "unknown parallel.strategy `{other}` (strategies: none, pool, gather, gradient)"
+            )));
+        }
+    };
+    let Some((run, _, recorder)) = setup else {
+        return Ok(None);
+    };
+    let mut recorder = recorder;
+    recorder.progress.finish();
+    let wall = recorder.wall();
+    let summary = finish_run(cfg, &run, final_learner.as_mut(), outcome.counters, wall)?;
+    Ok(Some((run.path().to_path_buf(), summary)))
 }
 
 /// Final frozen-policy evaluation and `summary.json`, plus reference numbers
@@ -164,19 +553,20 @@ pub fn finish_run(
     cfg: &RunConfig,
     run: &RunDir,
     learner: &mut dyn Learner,
-    episodes: u64,
-    env_steps: u64,
+    counters: Counters,
     wall_s: f64,
 ) -> Result<Summary> {
     let eval = learner.evaluate(cfg.train.final_eval_episodes, eval_seed(cfg))?;
     let mut summary = Summary {
-        episodes,
-        env_steps,
+        episodes: counters.episodes,
+        env_steps: counters.env_steps,
         wall_s,
         ..Summary::default()
     }
     .eval(eval.episodes as u64, eval.return_mean, eval.success_rate)
-    .extra("eval_return_std", eval.return_std);
+    .extra("eval_return_std", eval.return_std)
+    .extra("workers", cfg.parallel.workers)
+    .extra("strategy", cfg.parallel.strategy.as_str());
     if let EnvConfig::Worm(worm) = &cfg.env {
         let gait = shoal_env::best_travelling_wave(worm, cfg.seed);
         summary = summary
@@ -208,4 +598,16 @@ fn next_multiple(n: u64, every: u64) -> u64 {
 pub fn check_resume_config(ckpt: &Checkpoint, cfg: &RunConfig) -> Result<()> {
     shoal_eval::check_config_matches(ckpt.config(), &cfg.to_toml(), &["train"])
         .map_err(|e| Error::Config(format!("cannot resume: {e}")))
+}
+
+/// Loads a run's config and latest checkpoint into a fresh learner.
+pub fn load_run(run_dir: &std::path::Path) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
+    let run = RunDir::new(run_dir);
+    let text = std::fs::read_to_string(run.config())
+        .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
+    let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
+    let ckpt = load_latest(run.path())?;
+    let mut learner = make_learner(&cfg, 0, 1.0)?;
+    learner.load_state(ckpt.blob(STATE_BLOB)?)?;
+    Ok((cfg, learner))
 }
