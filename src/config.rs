@@ -328,7 +328,9 @@ mod tests {
             "{err}"
         );
         let ok = RunConfig::resolve("toy-reinforce", &["algo.gamma=0.5".into()]).unwrap();
-        let AlgoConfig::Reinforce(r) = ok.algo;
+        let AlgoConfig::Reinforce(r) = ok.algo else {
+            panic!("toy-reinforce is a reinforce preset")
+        };
         assert_eq!(r.gamma, 0.5);
     }
 }

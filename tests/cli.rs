@@ -194,7 +194,7 @@ fn zero_workers_and_unknown_backend_are_clear_errors() {
             &["train", "toy-reinforce", "--backend", "carrier-pigeon"],
             &dir,
         ),
-        "unknown backend `carrier-pigeon`",
+        "unknown backend \"carrier-pigeon\"",
     );
 }
 
@@ -268,5 +268,88 @@ fn bench_env_prints_steps_per_second_as_json() {
     assert_clean_failure(
         &shoal(&["bench-env", "submarine"], &dir),
         "unknown env `submarine`",
+    );
+}
+
+/// The summary of a finished run, minus the wall-clock time.
+fn summary_without_wall(run: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    let mut summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    summary.as_object_mut().unwrap().remove("wall_s");
+    summary
+}
+
+#[test]
+fn every_strategy_gives_the_same_run_on_threads_and_processes() {
+    let dir = scratch("backends");
+    for strategy in ["pool", "gather", "gradient"] {
+        let mut runs = Vec::new();
+        for backend in ["threads", "processes"] {
+            let out_dir = format!("{strategy}-{backend}");
+            let set_strategy = format!("parallel.strategy=\"{strategy}\"");
+            let out = train_tiny(
+                &dir,
+                &out_dir,
+                &[
+                    "--workers",
+                    "2",
+                    "--backend",
+                    backend,
+                    "--set",
+                    &set_strategy,
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{strategy} on {backend}: {}",
+                stderr(&out)
+            );
+            let metrics =
+                std::fs::read_to_string(dir.join(&out_dir).join("metrics.jsonl")).unwrap();
+            let iterations = metrics
+                .lines()
+                .filter(|l| l.contains("\"iteration\""))
+                .count();
+            assert_eq!(
+                iterations, 2,
+                "40 episodes / (2 workers × 10) per iteration"
+            );
+            runs.push(summary_without_wall(&dir.join(&out_dir)));
+        }
+        assert_eq!(runs[0], runs[1], "{strategy}: threads and processes differ");
+        assert_eq!(runs[0]["episodes"], 40);
+    }
+}
+
+#[test]
+fn pool_metrics_name_the_winner_and_every_candidate() {
+    let dir = scratch("pool-metrics");
+    let out = train_tiny(
+        &dir,
+        "run",
+        &["--workers", "2", "--set", "parallel.strategy=\"pool\""],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let metrics = std::fs::read_to_string(dir.join("run").join("metrics.jsonl")).unwrap();
+    let line = metrics
+        .lines()
+        .find(|l| l.contains("\"iteration\""))
+        .unwrap();
+    let record: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert!(record["pool/winner"].as_u64().unwrap() < 2);
+    assert_eq!(
+        record["pool/worker_eval_means"].as_array().unwrap().len(),
+        2
+    );
+}
+
+#[test]
+fn several_workers_need_a_parallel_strategy() {
+    let dir = scratch("no-strategy");
+    let out = shoal(&["train", "toy-reinforce", "--workers", "2"], &dir);
+    assert_clean_failure(&out, "parallel.strategy=pool|gather|gradient");
+    assert!(
+        !dir.join("runs").exists(),
+        "nothing is written for a refused run"
     );
 }
