@@ -182,7 +182,7 @@ pub fn preset(name: &str) -> Result<RunConfig> {
             seed: 0,
             env: EnvConfig::PointReach(shoal_env::PointReachConfig::default()),
             algo: AlgoConfig::Reinforce(ReinforceConfig {
-                learning_rate: 3e-3,
+                learning_rate: 1e-2,
                 hidden: vec![32],
                 episodes_per_update: 8,
                 ..ReinforceConfig::default()
