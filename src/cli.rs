@@ -1,15 +1,13 @@
 //! The commands behind the `shoal` binary, callable from tests.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use serde_json::json;
-use shoal_core::{Error, Result, rng_from_seed};
+use shoal_core::{Error, Result};
 use shoal_eval::RunDir;
 
-use crate::config::{EnvConfig, PRESETS, RunConfig, preset};
+use crate::config::{PRESETS, RunConfig, preset};
 use crate::overrides::list_keys;
-use crate::train::{Plan, eval_seed, load_run, make_env, run};
+use crate::train::{Plan, eval_seed, load_run, run};
 
 /// Arguments of `shoal train`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -139,42 +137,5 @@ pub fn plot(run_dirs: &[PathBuf], out: Option<&Path>) -> Result<()> {
     for path in shoal_eval::plot_runs(run_dirs, &out)? {
         println!("{}", path.display());
     }
-    Ok(())
-}
-
-/// `shoal bench-env`: random actions on one core, env resets included.
-pub fn bench_env(name: &str, steps: u64) -> Result<()> {
-    let cfg = match name {
-        "worm" => EnvConfig::Worm(Default::default()),
-        "push" => EnvConfig::ArmPush(Default::default()),
-        "ball" => EnvConfig::BallToNet(Default::default()),
-        other => {
-            return Err(Error::Config(format!(
-                "unknown env `{other}` (envs: worm, push, ball)"
-            )));
-        }
-    };
-    let mut env = make_env(&cfg)?;
-    let mut rng = rng_from_seed(0);
-    let space = env.action_space().clone();
-    let actions: Vec<Vec<f32>> = (0..1024).map(|_| space.sample(&mut rng)).collect();
-    env.reset(Some(0));
-    let (mut episodes, clock) = (0u64, Instant::now());
-    for i in 0..steps {
-        let step = env.step(&actions[i as usize % actions.len()])?;
-        if step.done() {
-            episodes += 1;
-            env.reset(None);
-        }
-    }
-    let seconds = clock.elapsed().as_secs_f64();
-    let out = json!({
-        "env": name,
-        "steps": steps,
-        "episodes": episodes,
-        "seconds": seconds,
-        "steps_per_s": steps as f64 / seconds,
-    });
-    println!("{out}");
     Ok(())
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use shoal::cli;
+use shoal::{bench, cli};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -46,6 +46,19 @@ enum Command {
         #[arg(long, default_value_t = 200_000)]
         steps: u64,
     },
+    /// Measure all-reduce latency and rollout throughput per backend with 1
+    /// and 2 workers; prints JSON lines.
+    BenchParallel {
+        /// Measure only this backend (with --workers).
+        #[arg(long)]
+        backend: Option<String>,
+        /// Measure only this worker count (with --backend).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Worm episodes each worker collects.
+        #[arg(long, default_value_t = 4)]
+        episodes: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -60,7 +73,12 @@ fn main() -> ExitCode {
         Command::Train(args) => cli::train(args),
         Command::Eval { run_dir, episodes } => cli::eval(&run_dir, episodes),
         Command::Plot { run_dirs, out } => cli::plot(&run_dirs, out.as_deref()),
-        Command::BenchEnv { env, steps } => cli::bench_env(&env, steps),
+        Command::BenchEnv { env, steps } => bench::bench_env(&env, steps),
+        Command::BenchParallel {
+            backend,
+            workers,
+            episodes,
+        } => bench::bench_parallel(backend.as_deref(), workers, episodes),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

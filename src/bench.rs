@@ -1,0 +1,172 @@
+//! `shoal bench-env` and `shoal bench-parallel`: throughput numbers printed
+//! as JSON, so they can be pasted into notes and compared across machines.
+//!
+//! Timed code lives here and in criterion benches, never in tests.
+
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use shoal_core::{Error, Result, RolloutLearner, rng_from_seed};
+use shoal_parallel::{Backend, Communicator, launch};
+
+use crate::config::{EnvConfig, preset};
+use crate::train::{make_env, make_rollout_learner};
+
+/// `shoal bench-env`: random actions on one core, env resets included.
+pub fn bench_env(name: &str, steps: u64) -> Result<()> {
+    let cfg = match name {
+        "worm" => EnvConfig::Worm(Default::default()),
+        "push" => EnvConfig::ArmPush(Default::default()),
+        "ball" => EnvConfig::BallToNet(Default::default()),
+        other => {
+            return Err(Error::Config(format!(
+                "unknown env `{other}` (envs: worm, push, ball)"
+            )));
+        }
+    };
+    let mut env = make_env(&cfg)?;
+    let mut rng = rng_from_seed(0);
+    let space = env.action_space().clone();
+    // Pre-drawn actions keep the generator out of the timed loop.
+    let actions: Vec<Vec<f32>> = (0..1024).map(|_| space.sample(&mut rng)).collect();
+    env.reset(Some(0));
+    let (mut episodes, clock) = (0u64, Instant::now());
+    for i in 0..steps {
+        let step = env.step(&actions[i as usize % actions.len()])?;
+        if step.done() {
+            episodes += 1;
+            env.reset(None);
+        }
+    }
+    let seconds = clock.elapsed().as_secs_f64();
+    let out = json!({
+        "env": name,
+        "steps": steps,
+        "episodes": episodes,
+        "seconds": seconds,
+        "steps_per_s": steps as f64 / seconds,
+    });
+    println!("{out}");
+    Ok(())
+}
+
+/// Values in the all-reduce measurement, as in the target.
+const ALL_REDUCE_VALUES: usize = 100_000;
+const ALL_REDUCE_REPEATS: u32 = 50;
+
+/// `shoal bench-parallel`: with a backend and worker count, one measurement
+/// (all-reduce of 100k `f32`, and worm rollout collection with the
+/// REINFORCE policy on every worker); without, runs itself once per backend
+/// and worker count (1 and 2) and prints every result plus the speedups.
+pub fn bench_parallel(
+    backend: Option<&str>,
+    workers: Option<usize>,
+    episodes: usize,
+) -> Result<()> {
+    match (backend, workers) {
+        (Some(backend), Some(workers)) => {
+            let backend: Backend = backend.parse()?;
+            if let Some(result) = launch(backend, workers, |comm: &dyn Communicator| {
+                measure(comm, backend, episodes)
+            })? {
+                println!("{result}");
+            }
+            Ok(())
+        }
+        (None, None) => sweep(episodes),
+        _ => Err(Error::Config(
+            "give both --backend and --workers, or neither".into(),
+        )),
+    }
+}
+
+/// One measurement on the ranks of `comm`; the JSON result on rank 0.
+fn measure(comm: &dyn Communicator, backend: Backend, episodes: usize) -> Result<Value> {
+    let mut values = vec![1.0f32; ALL_REDUCE_VALUES];
+    comm.barrier()?;
+    let clock = Instant::now();
+    for _ in 0..ALL_REDUCE_REPEATS {
+        comm.all_reduce_sum(&mut values)?;
+    }
+    let all_reduce_us = clock.elapsed().as_secs_f64() * 1e6 / f64::from(ALL_REDUCE_REPEATS);
+
+    let cfg = preset("worm-reinforce")?;
+    let mut learner = make_rollout_learner(&cfg, comm.rank())?;
+    comm.barrier()?;
+    let clock = Instant::now();
+    let (_, report) = learner.collect(episodes)?;
+    let mut steps = [report.env_steps() as f32];
+    comm.barrier()?;
+    let seconds = clock.elapsed().as_secs_f64();
+    comm.all_reduce_sum(&mut steps)?;
+    Ok(json!({
+        "backend": backend.name(),
+        "workers": comm.size(),
+        "all_reduce_100k_f32_us": all_reduce_us,
+        "rollout_env_steps": steps[0],
+        "rollout_seconds": seconds,
+        "rollout_steps_per_s": f64::from(steps[0]) / seconds,
+    }))
+}
+
+/// Runs `shoal bench-parallel --backend B --workers N` for every available
+/// backend and N in {1, 2}, each in a fresh process so measurements do not
+/// share threads or sockets.
+fn sweep(episodes: usize) -> Result<()> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("locating the shoal binary", e))?;
+    let mut backends = vec!["threads", "processes"];
+    let mpirun = Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if cfg!(feature = "mpi") && mpirun {
+        backends.push("mpi");
+    }
+    let mut results = Vec::new();
+    for backend in backends {
+        let mut by_workers = Vec::new();
+        for workers in [1usize, 2] {
+            let n = workers.to_string();
+            let eps = episodes.to_string();
+            let args = [
+                "bench-parallel",
+                "--backend",
+                backend,
+                "--workers",
+                &n,
+                "--episodes",
+                &eps,
+            ];
+            let output = if backend == "mpi" {
+                Command::new("mpirun")
+                    .args(["-n", &n, "--oversubscribe", "--allow-run-as-root"])
+                    .arg(&exe)
+                    .args(args)
+                    .output()
+            } else {
+                Command::new(&exe).args(args).output()
+            }
+            .map_err(|e| Error::io(format!("running {backend} with {workers} workers"), e))?;
+            if !output.status.success() {
+                return Err(Error::Comm(format!(
+                    "{backend} with {workers} workers failed: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                )));
+            }
+            let line = String::from_utf8_lossy(&output.stdout);
+            let result: Value = serde_json::from_str(line.trim())
+                .map_err(|e| Error::Comm(format!("{backend}: unreadable result {line:?}: {e}")))?;
+            println!("{result}");
+            by_workers.push(result);
+        }
+        let rate = |v: &Value| v["rollout_steps_per_s"].as_f64().unwrap_or(f64::NAN);
+        results.push(json!({
+            "backend": backend,
+            "rollout_speedup_2_vs_1": rate(&by_workers[1]) / rate(&by_workers[0]),
+            "all_reduce_100k_f32_us_2_workers": by_workers[1]["all_reduce_100k_f32_us"],
+        }));
+    }
+    println!("{}", json!({ "summary": results }));
+    Ok(())
+}
