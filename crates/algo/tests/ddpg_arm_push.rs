@@ -106,33 +106,3 @@ fn skipping_static_episodes_relabels_less_on_arm_push() {
         "{skip_successes} vs {plain_successes}"
     );
 }
-
-/// Minutes in release mode: `cargo test --release -p shoal-algo --test
-/// ddpg_arm_push -- --ignored --nocapture` prints the learning curve.
-/// Measured (one worker, one core, seed 0): eval success 0.00 before
-/// training, 0.14 after epoch 20, 0.60 after epoch 30, still rising; 5.8 min.
-#[test]
-#[ignore = "takes minutes: DDPG + HER learning curve on arm-push with baselines' defaults"]
-fn arm_push_learning_curve_with_baselines_defaults() {
-    const EPOCHS: usize = 30;
-    // An epoch is baselines' 50 cycles of 2 episodes.
-    let mut agent = Ddpg::new(DdpgConfig::default(), push(), push(), 0).unwrap();
-    let untrained = agent.evaluate(50, 1_000_000).unwrap().success_rate.unwrap();
-    eprintln!("epoch 0: eval success {untrained:.2}");
-    let started = std::time::Instant::now();
-    let mut best = untrained;
-    for epoch in 1..=EPOCHS {
-        let report = agent.learn(100).unwrap();
-        let train = report.episode_successes.iter().filter(|s| **s).count() as f64 / 100.0;
-        let eval = agent.evaluate(50, 1_000_000).unwrap().success_rate.unwrap();
-        best = best.max(eval);
-        eprintln!(
-            "epoch {epoch}: train success {train:.2}, eval success {eval:.2}, {:.0} s",
-            started.elapsed().as_secs_f64()
-        );
-    }
-    assert!(
-        best > untrained + 0.2,
-        "no measurable progress: {untrained} -> best {best}"
-    );
-}
