@@ -5,6 +5,9 @@
 //!   OpenAI baselines' HER defaults ([`Ddpg`], [`DdpgConfig`]); its networks
 //!   and single update ([`ActorCritic`]) are reusable on their own, and
 //!   [`DdpgPolicy`] is the frozen policy for evaluation.
+//! * [`hac`]: Hierarchical Actor-Critic with hindsight (Levy et al.), 2–3
+//!   levels of [`ActorCritic`] with subgoal testing ([`Hac`], [`HacConfig`]);
+//!   the levels' networks ([`HacModels`]) can be shared by several agents.
 //! * [`replay`]: a replay buffer of whole episodes ([`ReplayBuffer`],
 //!   [`Episode`]), FIFO by episode, serialisable behind a versioned header.
 //! * [`her`]: hindsight relabelling (`future` / `final` / `episode`, `k`),
@@ -17,6 +20,7 @@
 //! thread or touches a socket: parallelism lives in `shoal-parallel`.
 
 pub mod ddpg;
+pub mod hac;
 pub mod her;
 pub mod reinforce;
 pub mod replay;
@@ -24,6 +28,10 @@ pub mod replay;
 pub use ddpg::{
     ActorCritic, ActorCriticConfig, Ddpg, DdpgConfig, DdpgPolicy, NetBatch, TrainEvery,
     UpdateSettings, UpdateStats,
+};
+pub use hac::{
+    Attempt, Hac, HacConfig, HacLevel, HacModels, Transition, TransitionBuffer, TransitionDims,
+    attempt_transitions,
 };
 pub use her::{GoalReward, HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};
