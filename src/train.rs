@@ -75,6 +75,11 @@ pub fn make_learner(
             let mut algo = algo.clone();
             algo.actor_lr *= lr_scale;
             algo.critic_lr *= lr_scale;
+            // Workers that average gradients share one experience budget:
+            // the total replay size is split between them, not multiplied.
+            if cfg.parallel.strategy == "gradient" {
+                algo.buffer_size = (algo.buffer_size / cfg.parallel.workers.max(1)).max(1);
+            }
             let env = make_goal_env(&cfg.env)?;
             let learner = Ddpg::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
             Ok(Box::new(learner))
