@@ -11,6 +11,14 @@
 //! | `checkpoints/` | [`CheckpointWriter`] | numbered checkpoints of named state blobs, the config and a checksummed meta file, plus a `latest` pointer |
 //! | `plots/` | [`plot_runs`] | PNG learning curves |
 //!
+//! Beyond one run's files:
+//!
+//! - **Rollout pictures** ([`render_worm`], [`render_arm`], [`render_gif`]):
+//!   an animated GIF of an episode plus a PNG of its last frame, drawn in
+//!   pure Rust from plain numbers ([`WormFrameInput`], [`ArmFrameInput`]) or
+//!   from a hand-built [`Scene`] and [`Frame`]s of [`Shape`]s, so
+//!   environments never touch drawing code.
+//!
 //! Every file is written so that a run killed at any instant leaves nothing
 //! half-written: whole files go through [`atomic_write`] (temp file, fsync,
 //! rename), the metrics log is append-only with one write per line, and a
@@ -82,6 +90,7 @@ mod config_check;
 mod fsio;
 mod metrics;
 mod plot;
+mod render;
 mod run_dir;
 mod summary;
 
@@ -95,6 +104,11 @@ pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics
 pub use plot::{
     EVAL_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH,
     RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE, plot_runs,
+};
+pub use render::{
+    ArmFrameInput, ArmLayout, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, Scene,
+    Shape, Trail, View, WormFrameInput, arm_scene, render_arm, render_arm_with, render_gif,
+    render_worm, render_worm_with, worm_scene,
 };
 pub use run_dir::{CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, PLOTS_DIR, RunDir, SUMMARY_FILE};
 pub use summary::Summary;

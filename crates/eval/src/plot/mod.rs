@@ -126,7 +126,7 @@ fn find_seed(config: &toml::Table) -> Option<i64> {
 }
 
 /// Registers DejaVu Sans as plotters' "sans-serif" family, once per process.
-fn register_embedded_font() -> Result<()> {
+pub(crate) fn register_embedded_font() -> Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
         register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular()).is_ok()
