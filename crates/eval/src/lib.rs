@@ -18,6 +18,10 @@
 //!   pure Rust from plain numbers ([`WormFrameInput`], [`ArmFrameInput`]) or
 //!   from a hand-built [`Scene`] and [`Frame`]s of [`Shape`]s, so
 //!   environments never touch drawing code.
+//! - **Run comparison** ([`compare_runs`] → [`ComparisonTable`]): preset,
+//!   seed, workers and the headline numbers of several runs, printed as
+//!   aligned text ([`ComparisonTable::to_terminal`]) or Markdown
+//!   ([`ComparisonTable::to_markdown`]).
 //!
 //! Every file is written so that a run killed at any instant leaves nothing
 //! half-written: whole files go through [`atomic_write`] (temp file, fsync,
@@ -86,6 +90,7 @@
 #![deny(missing_docs)]
 
 mod checkpoint;
+mod compare;
 mod config_check;
 mod fsio;
 mod metrics;
@@ -98,6 +103,7 @@ pub use checkpoint::{
     CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointWriter, FileCheck, Progress,
     list_checkpoints, load_latest,
 };
+pub use compare::{ComparisonTable, compare_runs};
 pub use config_check::check_config_matches;
 pub use fsio::atomic_write;
 pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics};
