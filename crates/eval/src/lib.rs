@@ -108,7 +108,7 @@ pub use config_check::check_config_matches;
 pub use fsio::atomic_write;
 pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics};
 pub use plot::{
-    EVAL_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH,
+    EVAL_FILE, EVAL_VS_WALL_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH,
     RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE, plot_runs,
 };
 pub use render::{

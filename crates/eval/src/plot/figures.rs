@@ -15,6 +15,8 @@ pub const RETURN_VS_EPISODE_FILE: &str = "return_vs_episode.png";
 pub const RETURN_VS_WALL_FILE: &str = "return_vs_wall.png";
 /// Evaluation return (and success rate) against episode.
 pub const EVAL_FILE: &str = "eval.png";
+/// Evaluation return (and success rate) against wall time.
+pub const EVAL_VS_WALL_FILE: &str = "eval_vs_wall.png";
 /// One panel per `losses/*` key.
 pub const LOSSES_FILE: &str = "losses.png";
 /// One panel per level of a hierarchical agent (`level0/…`, `level1/…`).
@@ -91,8 +93,9 @@ fn cohorts(runs: &[RunData]) -> Vec<Cohort<'_>> {
 /// Every figure the runs have data for, with its file name.
 pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
     let cohorts = cohorts(runs);
+    let (by_episode, by_wall) = (XAxis::episode(), XAxis::wall(runs));
     let mut figures = Vec::new();
-    if let Some(panel) = return_vs_episode(&cohorts) {
+    if let Some(panel) = return_panel(&cohorts, &by_episode) {
         figures.push((
             RETURN_VS_EPISODE_FILE,
             Figure {
@@ -101,7 +104,7 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
             },
         ));
     }
-    if let Some(panel) = return_vs_wall(&cohorts) {
+    if let Some(panel) = return_panel(&cohorts, &by_wall) {
         figures.push((
             RETURN_VS_WALL_FILE,
             Figure {
@@ -110,33 +113,44 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
             },
         ));
     }
-    let eval_panels: Vec<Panel> = [
-        eval_panel(
-            &cohorts,
-            EVAL_RETURN_KEY,
-            "Mean evaluation return",
-            "return",
-            None,
+    for (file, title, axis) in [
+        (EVAL_FILE, "Evaluation with the policy frozen", &by_episode),
+        (
+            EVAL_VS_WALL_FILE,
+            "Evaluation with the policy frozen, over wall time",
+            &by_wall,
         ),
-        eval_panel(
-            &cohorts,
-            EVAL_SUCCESS_KEY,
-            "Evaluation success rate",
-            "success rate",
-            Some((-0.02, 1.02)),
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if !eval_panels.is_empty() {
-        figures.push((
-            EVAL_FILE,
-            Figure {
-                title: "Evaluation with the policy frozen".into(),
-                panels: eval_panels,
-            },
-        ));
+    ] {
+        let eval_panels: Vec<Panel> = [
+            eval_panel(
+                &cohorts,
+                axis,
+                EVAL_RETURN_KEY,
+                "Mean evaluation return",
+                "return",
+                None,
+            ),
+            eval_panel(
+                &cohorts,
+                axis,
+                EVAL_SUCCESS_KEY,
+                "Evaluation success rate",
+                "success rate",
+                Some((-0.02, 1.02)),
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !eval_panels.is_empty() {
+            figures.push((
+                file,
+                Figure {
+                    title: title.into(),
+                    panels: eval_panels,
+                },
+            ));
+        }
     }
     let loss_panels = loss_panels(runs, &cohorts);
     if !loss_panels.is_empty() {
@@ -183,13 +197,15 @@ fn smoothed_lines(raw: &Points, window: usize, color: usize, label: Option<Strin
     lines
 }
 
-fn return_vs_episode(cohorts: &[Cohort]) -> Option<Panel> {
+/// Training return of every cohort against `axis`: seed groups as mean and
+/// min–max band of their smoothed curves, single runs raw faint and smoothed bold.
+fn return_panel(cohorts: &[Cohort], axis: &XAxis) -> Option<Panel> {
     let curves: Vec<Vec<Points>> = cohorts
         .iter()
         .map(|c| {
             c.members
                 .iter()
-                .map(|run| extract(&run.records, "episode", RETURN_KEY))
+                .map(|run| axis.extract(&run.records, RETURN_KEY))
                 .collect()
         })
         .collect();
@@ -200,7 +216,7 @@ fn return_vs_episode(cohorts: &[Cohort]) -> Option<Panel> {
     let window = smoothing_window(longest);
     let mut panel = panel(
         smoothing_title("Episodic return", window),
-        "episode",
+        &axis.desc,
         "episodic return",
     );
     for (cohort, raws) in cohorts.iter().zip(&curves) {
@@ -261,43 +277,57 @@ fn add_band(
     });
 }
 
-fn return_vs_wall(cohorts: &[Cohort]) -> Option<Panel> {
-    let runs: Vec<(&Cohort, &RunData, Points)> = cohorts
-        .iter()
-        .flat_map(|c| c.members.iter().map(move |run| (c, *run)))
-        .map(|(c, run)| (c, run, extract(&run.records, "wall_s", RETURN_KEY)))
-        .filter(|(_, _, points)| !points.is_empty())
-        .collect();
-    let longest = runs.iter().map(|(_, _, p)| p.len()).max()?;
-    let max_wall = runs
-        .iter()
-        .flat_map(|(_, _, p)| p.iter().map(|q| q.0))
-        .fold(0.0, f64::max);
-    let (unit, scale) = match max_wall {
-        s if s >= 3.0 * 3600.0 => ("h", 3600.0),
-        s if s >= 600.0 => ("min", 60.0),
-        _ => ("s", 1.0),
-    };
-    let window = smoothing_window(longest);
-    let mut panel = panel(
-        smoothing_title("Episodic return", window),
-        &format!("wall time ({unit})"),
-        "episodic return",
-    );
-    let mut labelled: BTreeSet<usize> = BTreeSet::new();
-    for (cohort, _, points) in &runs {
-        let scaled: Points = points.iter().map(|&(x, y)| (x / scale, y)).collect();
-        // One legend entry per cohort: its seeds share a colour.
-        let label = labelled.insert(cohort.color).then(|| cohort.label.clone());
-        panel
-            .lines
-            .extend(smoothed_lines(&scaled, window, cohort.color, label));
+/// What a panel's x axis shows: the record key, its label, and a divisor
+/// turning the key's unit into the label's.
+struct XAxis {
+    key: &'static str,
+    desc: String,
+    scale: f64,
+}
+
+impl XAxis {
+    fn episode() -> Self {
+        XAxis {
+            key: "episode",
+            desc: "episode".into(),
+            scale: 1.0,
+        }
     }
-    Some(panel)
+
+    /// Wall time in seconds, minutes or hours, whichever suits the longest
+    /// of `runs`.
+    fn wall(runs: &[RunData]) -> Self {
+        let max_wall = runs
+            .iter()
+            .flat_map(|run| &run.records)
+            .filter_map(|record| record.get("wall_s")?.as_f64())
+            .filter(|s| s.is_finite())
+            .fold(0.0, f64::max);
+        let (unit, scale) = match max_wall {
+            s if s >= 3.0 * 3600.0 => ("h", 3600.0),
+            s if s >= 600.0 => ("min", 60.0),
+            _ => ("s", 1.0),
+        };
+        XAxis {
+            key: "wall_s",
+            desc: format!("wall time ({unit})"),
+            scale,
+        }
+    }
+
+    /// Points `(x / scale, record[y_key])`.
+    fn extract(&self, records: &[Value], y_key: &str) -> Points {
+        let mut points = extract(records, self.key, y_key);
+        if self.scale != 1.0 {
+            points.iter_mut().for_each(|p| p.0 /= self.scale);
+        }
+        points
+    }
 }
 
 fn eval_panel(
     cohorts: &[Cohort],
+    axis: &XAxis,
     key: &str,
     title: &str,
     y_desc: &str,
@@ -308,14 +338,14 @@ fn eval_panel(
         .map(|c| {
             c.members
                 .iter()
-                .map(|run| extract(&run.records, "episode", key))
+                .map(|run| axis.extract(&run.records, key))
                 .collect()
         })
         .collect();
     if curves.iter().flatten().all(Vec::is_empty) {
         return None;
     }
-    let mut panel = panel(title.to_string(), "episode", y_desc);
+    let mut panel = panel(title.to_string(), &axis.desc, y_desc);
     panel.y_range = y_range;
     for (cohort, curves) in cohorts.iter().zip(&curves) {
         match seed_band(curves, MAX_POINTS) {
@@ -509,6 +539,60 @@ mod tests {
     }
 
     #[test]
+    fn seed_group_is_one_band_against_episodes_and_wall_time() {
+        let mut runs = vec![
+            run("worm-s1", Some("worm"), Some(1), 60),
+            run("worm-s2", Some("worm"), Some(2), 60),
+            run("worm-s3", Some("worm"), Some(3), 60),
+            run("push", Some("push"), Some(1), 30),
+        ];
+        for (i, data) in runs.iter_mut().enumerate() {
+            for e in (10..=60).step_by(10) {
+                data.records
+                    .push(json!({"kind": "eval", "episode": e, "env_steps": e * 10,
+                    "wall_s": e as f64 * (1.0 + i as f64), "eval/return_mean": e as f64 + i as f64,
+                    "eval/success_rate": 0.01 * e as f64}));
+            }
+        }
+        let figures = build_figures(&runs);
+        let names: Vec<&str> = figures.iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            vec![
+                RETURN_VS_EPISODE_FILE,
+                RETURN_VS_WALL_FILE,
+                EVAL_FILE,
+                EVAL_VS_WALL_FILE
+            ]
+        );
+        for (name, figure) in &figures {
+            for panel in &figure.panels {
+                // One band (the three seeds), none for the lone push run.
+                assert_eq!(panel.bands.len(), 1, "{name}: {}", panel.title);
+                let labels: Vec<&str> = panel
+                    .lines
+                    .iter()
+                    .filter_map(|l| l.label.as_deref())
+                    .collect();
+                assert_eq!(
+                    labels,
+                    vec!["worm (3 seeds): mean, min–max shaded", "push"],
+                    "{name}: {}",
+                    panel.title
+                );
+            }
+        }
+        let wall = &figures[1].1.panels[0];
+        assert_eq!(wall.x_desc, "wall time (s)");
+        // The band spans the wall time all three seeds cover.
+        let band = &wall.bands[0];
+        assert_eq!(band.lower.first().unwrap().0, 1.0);
+        assert_eq!(band.lower.last().unwrap().0, 60.0);
+        assert_eq!(figures[3].1.panels.len(), 2);
+        assert_eq!(figures[3].1.panels[1].y_range, Some((-0.02, 1.02)));
+    }
+
+    #[test]
     fn level_keys_give_one_panel_per_level() {
         let mut data = run("hac", None, None, 5);
         data.records.push(
@@ -518,6 +602,7 @@ mod tests {
         );
         let figures = build_figures(&[data]);
         let names: Vec<&str> = figures.iter().map(|(name, _)| *name).collect();
+        // (No eval records: neither eval figure.)
         assert_eq!(
             names,
             vec![

@@ -12,7 +12,8 @@ use shoal_core::{Error, Result};
 
 pub use draw::{PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH};
 pub use figures::{
-    EVAL_FILE, LEVELS_FILE, LOSSES_FILE, RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE,
+    EVAL_FILE, EVAL_VS_WALL_FILE, LEVELS_FILE, LOSSES_FILE, RETURN_VS_EPISODE_FILE,
+    RETURN_VS_WALL_FILE,
 };
 
 use crate::fsio::create_dir_all;
@@ -24,7 +25,9 @@ use figures::RunData;
 /// returns the paths written. Several runs are overlaid, with a legend
 /// labelled by run-directory name; runs whose `config.toml` has the same
 /// `preset` but different seeds are drawn as their mean with the min–max
-/// range shaded.
+/// range shaded (against episodes and against wall time alike), so the
+/// spread over seeds is seen before a difference between presets is
+/// believed.
 ///
 /// Figures, each written only when the metrics hold its data:
 ///
@@ -33,6 +36,7 @@ use figures::RunData;
 /// | `return_vs_episode.png` | `charts/episodic_return` against `episode`: moving average, raw faint |
 /// | `return_vs_wall.png` | the same against `wall_s` |
 /// | `eval.png` | `eval/return_mean`, and `eval/success_rate` in a second panel when present |
+/// | `eval_vs_wall.png` | the same against `wall_s` (how fast parallel training gets there) |
 /// | `losses.png` | one panel per `losses/*` key |
 /// | `levels.png` | one panel per level for keys `level0/…`, `level1/…` (hierarchical agents) |
 ///
@@ -215,6 +219,7 @@ mod tests {
                 RETURN_VS_EPISODE_FILE,
                 RETURN_VS_WALL_FILE,
                 EVAL_FILE,
+                EVAL_VS_WALL_FILE,
                 LOSSES_FILE,
                 LEVELS_FILE
             ]
@@ -235,7 +240,11 @@ mod tests {
             (PLOT_WIDTH, 2 * PANEL_HEIGHT)
         );
         assert_eq!(
-            png_size(&fs::read(&written[4]).unwrap()),
+            png_size(&fs::read(&written[3]).unwrap()),
+            (PLOT_WIDTH, 2 * PANEL_HEIGHT)
+        );
+        assert_eq!(
+            png_size(&fs::read(&written[5]).unwrap()),
             (PLOT_WIDTH, 2 * PANEL_HEIGHT)
         );
         // Only the PNGs remain: temp files were renamed away.
@@ -260,7 +269,7 @@ mod tests {
         all.push(other);
         let out = tmp.path().join("compare");
         let written = plot_runs(&all, &out).unwrap();
-        assert_eq!(written.len(), 4);
+        assert_eq!(written.len(), 5);
         let bytes = fs::read(&written[0]).unwrap();
         assert_eq!(png_size(&bytes), (PLOT_WIDTH, PLOT_HEIGHT));
     }
