@@ -1363,6 +1363,8 @@ impl<E: GoalEnv> GradientLearner for Hac<E> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Barrier, Mutex};
+
     use shoal_env::{PointGoal, PointGoalConfig};
 
     use super::*;
@@ -1604,6 +1606,106 @@ mod tests {
         let worker =
             Hac::with_models(small(), plain.models().clone(), env(25), env(25), 9).unwrap();
         assert!(worker.parameters() == plain.parameters());
+    }
+
+    /// Stands in for two workers on threads: each `mean` call waits for the
+    /// other and averages in rank order, so both get the same bits.
+    struct PairReducer {
+        rank: usize,
+        slots: Arc<Mutex<[Vec<f32>; 2]>>,
+        barrier: Arc<Barrier>,
+    }
+
+    impl MeanReducer for PairReducer {
+        fn mean(&mut self, values: &mut [f32]) -> Result<()> {
+            self.slots.lock().unwrap()[self.rank] = values.to_vec();
+            self.barrier.wait();
+            {
+                let slots = self.slots.lock().unwrap();
+                assert_eq!(slots[0].len(), slots[1].len(), "reductions out of step");
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v = (slots[0][i] + slots[1][i]) / 2.0;
+                }
+            }
+            self.barrier.wait();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn two_averaging_workers_on_shared_models_stay_identical() {
+        let slots = Arc::new(Mutex::new([Vec::new(), Vec::new()]));
+        let barrier = Arc::new(Barrier::new(2));
+        let shared = agent(small(), 100).models().clone();
+        let results: Vec<(Vec<f32>, Vec<u8>, Vec<f32>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2)
+                .map(|rank| {
+                    let mut reducer = PairReducer {
+                        rank,
+                        slots: slots.clone(),
+                        barrier: barrier.clone(),
+                    };
+                    let models = shared.clone();
+                    scope.spawn(move || {
+                        // Different seeds: different episodes, lengths and buffers.
+                        let mut worker =
+                            Hac::with_models(small(), models, env(25), env(25), 100 + rank as u64)
+                                .unwrap();
+                        worker.learn_averaged(3, &mut reducer).unwrap();
+                        (
+                            worker.parameters(),
+                            worker.models().save_state(),
+                            worker.buffer(0).get(0).obs.clone(),
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_ne!(
+            results[0].2, results[1].2,
+            "workers should see different episodes"
+        );
+        assert!(results[0].0 == results[1].0, "networks must agree");
+        let norms = |bytes: &[u8]| {
+            let levels: Vec<LevelState> = postcard::from_bytes(bytes).unwrap();
+            levels
+                .into_iter()
+                .map(|l| (l.obs_norm, l.goal_norm))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            norms(&results[0].1),
+            norms(&results[1].1),
+            "normalisers must agree"
+        );
+        assert!(results[0].0 != shared.parameters(), "the networks trained");
+    }
+
+    #[test]
+    fn three_levels_train_every_level_and_evaluation_is_frozen() {
+        let mut learner = agent(
+            HacConfig {
+                levels: 3,
+                horizon: 3,
+                ..small()
+            },
+            8,
+        );
+        let report = learner.learn(2).unwrap();
+        assert!((0..3).all(|level| !learner.buffer(level).is_empty()));
+        assert!(report.episode_lengths.iter().all(|&n| n <= 27));
+        assert_eq!(learner.updates(), 2 * 3 * small().n_batches as u64);
+        let (state, memory) = (learner.save_state(), learner.save_memory());
+        let a = learner.evaluate(4, 5).unwrap();
+        assert_eq!(a, learner.evaluate(4, 5).unwrap());
+        assert!(learner.save_state() == state && learner.save_memory() == memory);
+        assert!(
+            report
+                .scalars
+                .iter()
+                .any(|(k, _)| k == "level2/subgoal_success")
+        );
     }
 
     #[test]
