@@ -779,24 +779,23 @@ impl<E: GoalEnv> Run<'_, E> {
     /// `random_eps`, else the actor's plus noise; deterministic when not
     /// exploring or while a subgoal above is being tested.
     fn choose(&mut self, level: usize, goal: &[f32], testing: bool) -> Result<Vec<f32>> {
-        let mean = self.models.act(level, &self.obs, goal)?;
-        let random_eps = self.config.random_eps;
-        match &mut self.explore {
-            Some(ex) if !testing => {
-                if ex.rng.random::<f64>() < random_eps {
-                    Ok((0..mean.len())
-                        .map(|_| ex.rng.random_range(-1.0f32..=1.0))
-                        .collect())
-                } else {
-                    Ok(mean
-                        .iter()
-                        .zip(ex.noise[level].sample())
-                        .map(|(a, n)| (a + n).clamp(-1.0, 1.0))
-                        .collect())
-                }
+        let (random_eps, dim) = (self.config.random_eps, self.models.level_dims(level).act);
+        if let Some(ex) = self.explore.as_mut().filter(|_| !testing) {
+            // Drawn before the actor runs, so a random action costs no forward pass.
+            if ex.rng.random::<f64>() < random_eps {
+                return Ok((0..dim)
+                    .map(|_| ex.rng.random_range(-1.0f32..=1.0))
+                    .collect());
             }
-            _ => Ok(mean),
+            let mean = self.models.act(level, &self.obs, goal)?;
+            let noise = self.explore.as_mut().expect("checked above").noise[level].sample();
+            return Ok(mean
+                .iter()
+                .zip(noise)
+                .map(|(a, n)| (a + n).clamp(-1.0, 1.0))
+                .collect());
         }
+        self.models.act(level, &self.obs, goal)
     }
 
     /// Runs one attempt of `level` toward `goal`; `testing` when a subgoal
