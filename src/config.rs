@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use shoal_algo::{DdpgConfig, ReinforceConfig};
+use shoal_algo::{DdpgConfig, HacConfig, ReinforceConfig};
 use shoal_core::{Error, Result};
 
 use crate::overrides::apply_override;
@@ -47,6 +47,8 @@ pub enum AlgoConfig {
     Reinforce(ReinforceConfig),
     /// DDPG with hindsight experience replay, for goal tasks.
     Ddpg(DdpgConfig),
+    /// Hierarchical actor-critic with HER, for goal tasks.
+    Hac(HacConfig),
 }
 
 impl AlgoConfig {
@@ -55,6 +57,7 @@ impl AlgoConfig {
         match self {
             AlgoConfig::Reinforce(_) => "reinforce",
             AlgoConfig::Ddpg(_) => "ddpg",
+            AlgoConfig::Hac(_) => "hac",
         }
     }
 }
@@ -214,6 +217,8 @@ pub fn preset(name: &str) -> Result<RunConfig> {
             },
             ..goal_preset(name, EnvConfig::PointGoal(Default::default()))
         },
+        "push-hac" => hac_preset(name, EnvConfig::ArmPush(Default::default())),
+        "ball-hac" => hac_preset(name, EnvConfig::BallToNet(Default::default())),
         other => {
             let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
             return Err(Error::Config(format!(
@@ -247,6 +252,19 @@ fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
             episodes_per_iteration: 2,
             ..ParallelConfig::default()
         },
+    }
+}
+
+/// 2-level HAC on a 50-step arm task: the upper level proposes a subgoal for
+/// H = 10 steps, so an episode holds 5 subgoal attempts.
+fn hac_preset(name: &str, env: EnvConfig) -> RunConfig {
+    RunConfig {
+        algo: AlgoConfig::Hac(HacConfig {
+            levels: 2,
+            horizon: 10,
+            ..HacConfig::default()
+        }),
+        ..goal_preset(name, env)
     }
 }
 

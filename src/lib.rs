@@ -31,4 +31,5 @@ pub mod cli;
 pub mod config;
 mod overrides;
 pub mod progress;
+pub mod render;
 pub mod train;

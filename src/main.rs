@@ -46,6 +46,26 @@ enum Command {
         #[arg(long, default_value_t = 200_000)]
         steps: u64,
     },
+    /// Render rollouts of a run's frozen policy to an animated GIF (+ PNG of the last frame).
+    Render {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// Episodes to render.
+        #[arg(long, default_value_t = 1)]
+        episodes: usize,
+        /// Output GIF (default: <run-dir>/render.gif).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Print the summaries of several runs side by side.
+    Compare {
+        /// Run directories.
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// Markdown table instead of aligned columns.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Measure all-reduce latency and rollout throughput per backend with 1
     /// and 2 workers; prints JSON lines.
     BenchParallel {
@@ -73,6 +93,12 @@ fn main() -> ExitCode {
         Command::Train(args) => cli::train(args),
         Command::Eval { run_dir, episodes } => cli::eval(&run_dir, episodes),
         Command::Plot { run_dirs, out } => cli::plot(&run_dirs, out.as_deref()),
+        Command::Render {
+            run_dir,
+            episodes,
+            out,
+        } => shoal::render::render(&run_dir, episodes, out.as_deref()),
+        Command::Compare { run_dirs, markdown } => shoal::render::compare(&run_dirs, markdown),
         Command::BenchEnv { env, steps } => bench::bench_env(&env, steps),
         Command::BenchParallel {
             backend,

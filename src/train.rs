@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
-use shoal_algo::{Ddpg, Reinforce};
+use shoal_algo::{Ddpg, Hac, Reinforce};
 use shoal_core::{
     Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner, derive_seed,
 };
@@ -75,15 +75,31 @@ pub fn make_learner(
             let mut algo = algo.clone();
             algo.actor_lr *= lr_scale;
             algo.critic_lr *= lr_scale;
-            // Workers that average gradients share one experience budget:
-            // the total replay size is split between them, not multiplied.
-            if cfg.parallel.strategy == "gradient" {
-                algo.buffer_size = (algo.buffer_size / cfg.parallel.workers.max(1)).max(1);
-            }
+            algo.buffer_size = replay_share(cfg, algo.buffer_size);
             let env = make_goal_env(&cfg.env)?;
             let learner = Ddpg::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
             Ok(Box::new(learner))
         }
+        AlgoConfig::Hac(algo) => {
+            let mut algo = algo.clone();
+            algo.actor_lr *= lr_scale;
+            algo.critic_lr *= lr_scale;
+            algo.buffer_size = replay_share(cfg, algo.buffer_size);
+            let env = make_goal_env(&cfg.env)?;
+            let learner = Hac::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
+            Ok(Box::new(learner))
+        }
+    }
+}
+
+/// One worker's replay capacity. Workers that average gradients share one
+/// experience budget: the total replay size is split between them, not
+/// multiplied.
+fn replay_share(cfg: &RunConfig, total: usize) -> usize {
+    if cfg.parallel.strategy == "gradient" {
+        (total / cfg.parallel.workers.max(1)).max(1)
+    } else {
+        total
     }
 }
 

@@ -353,3 +353,40 @@ fn several_workers_need_a_parallel_strategy() {
         "nothing is written for a refused run"
     );
 }
+
+#[test]
+fn render_writes_a_gif_and_compare_tabulates_runs() {
+    let dir = scratch("render");
+    let worm = shoal(
+        &[
+            "train",
+            "worm-reinforce",
+            "--out",
+            "worm",
+            "--set",
+            "env.max_episode_steps=40",
+            "--set",
+            "train.episodes=2",
+            "--set",
+            "train.final_eval_episodes=1",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert!(worm.status.success(), "{}", stderr(&worm));
+    let render = shoal(&["render", "worm", "--out", "worm/swim.gif"], &dir);
+    assert!(render.status.success(), "{}", stderr(&render));
+    let gif = std::fs::read(dir.join("worm/swim.gif")).unwrap();
+    assert!(gif.starts_with(b"GIF89a"), "not a GIF");
+    assert!(dir.join("worm/swim.png").is_file());
+
+    assert!(train_tiny(&dir, "toy", &[]).status.success());
+    let toy_render = shoal(&["render", "toy"], &dir);
+    assert_clean_failure(&toy_render, "no renderer for env `point-reach`");
+
+    let table = shoal(&["compare", "worm", "toy", "--markdown"], &dir);
+    assert!(table.status.success(), "{}", stderr(&table));
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("| worm | worm-reinforce |"), "{text}");
+    assert!(text.contains("| toy | toy-reinforce |"), "{text}");
+}

@@ -1060,6 +1060,9 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
         self.learn_with(episodes, &mut Alone, false)
     }
+    fn policy(&self) -> Option<Box<dyn Policy>> {
+        Some(Box::new(self.frozen_policy()))
+    }
 
     /// Deterministic actor on the evaluation env; episode `i` is reset with
     /// `seed + i`. Success is the final step's `is_success` info, or

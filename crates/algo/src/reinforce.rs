@@ -406,6 +406,9 @@ impl<E: Env> Learner for Reinforce<E> {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
         self.learn_with(episodes, &mut Alone)
     }
+    fn policy(&self) -> Option<Box<dyn shoal_core::Policy>> {
+        Some(Box::new(self.frozen_policy()))
+    }
 
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
         let policy = self.frozen_policy();

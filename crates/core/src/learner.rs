@@ -151,6 +151,14 @@ pub trait Learner {
         None
     }
 
+    /// The current policy, frozen (deterministic, no exploration), for
+    /// rendering or evaluating outside the learner; `None` for learners whose
+    /// acting cannot be expressed as a stateless [`Policy`] (HAC holds a
+    /// subgoal across steps).
+    fn policy(&self) -> Option<Box<dyn Policy>> {
+        None
+    }
+
     /// Restores memory written by [`Learner::save_memory`]; on error `self`
     /// is unchanged. Learners without memory reject any bytes.
     fn load_memory(&mut self, bytes: &[u8]) -> Result<()> {
@@ -256,6 +264,9 @@ impl<L: Learner + ?Sized> Learner for Box<L> {
     }
     fn load_memory(&mut self, bytes: &[u8]) -> Result<()> {
         (**self).load_memory(bytes)
+    }
+    fn policy(&self) -> Option<Box<dyn Policy>> {
+        (**self).policy()
     }
 }
 
