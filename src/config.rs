@@ -256,14 +256,26 @@ fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
 }
 
 /// 2-level HAC on a 50-step arm task: the upper level proposes a subgoal for
-/// H = 10 steps, so an episode holds 5 subgoal attempts.
+/// H = 10 steps, so an episode holds 5 subgoal attempts. Subgoals are object
+/// positions over the table (the ball's net may lie beyond its edge, hence
+/// the margin), up to 10 cm above it.
 fn hac_preset(name: &str, env: EnvConfig) -> RunConfig {
+    let (arm, margin) = match &env {
+        EnvConfig::ArmPush(push) => (push.arm.clone(), 0.0),
+        EnvConfig::BallToNet(ball) => (ball.arm.clone(), 0.3),
+        _ => unreachable!("HAC presets are arm tasks"),
+    };
+    let [hx, hy] = arm.table_half_extents;
+    let z = arm.table_height;
+    let algo = HacConfig {
+        levels: 2,
+        horizon: 10,
+        subgoal_low: Some(vec![-hx - margin, -hy - margin, z]),
+        subgoal_high: Some(vec![hx + margin, hy + margin, z + 0.1]),
+        ..HacConfig::default()
+    };
     RunConfig {
-        algo: AlgoConfig::Hac(HacConfig {
-            levels: 2,
-            horizon: 10,
-            ..HacConfig::default()
-        }),
+        algo: AlgoConfig::Hac(algo),
         ..goal_preset(name, env)
     }
 }
