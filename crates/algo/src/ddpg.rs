@@ -50,6 +50,36 @@ use shoal_policy::{
 use crate::her::{HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
 
+/// The action space of `env` after checking that `eval_env` is the same task
+/// and that actions are bounded (actors squash to the bounds); `algo` names
+/// the algorithm in the error.
+pub(crate) fn matching_bounded_envs<E: GoalEnv>(
+    env: &E,
+    eval_env: &E,
+    algo: &str,
+) -> Result<Space> {
+    if eval_env.goal_dim() != env.goal_dim()
+        || eval_env.observation_space().dim() != env.observation_space().dim()
+        || eval_env.action_space() != env.action_space()
+    {
+        return Err(Error::Config(
+            "the evaluation env differs from the training env".into(),
+        ));
+    }
+    let action_space = env.action_space().clone();
+    if action_space
+        .low
+        .iter()
+        .chain(&action_space.high)
+        .any(|b| !b.is_finite())
+    {
+        return Err(Error::Config(format!(
+            "{algo} needs a bounded action space"
+        )));
+    }
+    Ok(action_space)
+}
+
 /// When training rounds run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -713,23 +743,7 @@ impl<E: GoalEnv> Ddpg<E> {
                  (observation {full}, goal {goal})"
             )));
         }
-        if eval_env.goal_dim() != goal
-            || eval_env.observation_space().dim() != full
-            || eval_env.action_space() != env.action_space()
-        {
-            return Err(Error::Config(
-                "the evaluation env differs from the training env".into(),
-            ));
-        }
-        let action_space = env.action_space().clone();
-        if action_space
-            .low
-            .iter()
-            .chain(&action_space.high)
-            .any(|b| !b.is_finite())
-        {
-            return Err(Error::Config("DDPG needs a bounded action space".into()));
-        }
+        let action_space = matching_bounded_envs(&env, &eval_env, "DDPG")?;
         let dims = EpisodeDims {
             obs: full - 2 * goal,
             goal,

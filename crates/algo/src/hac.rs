@@ -977,23 +977,7 @@ impl<E: GoalEnv> Hac<E> {
                 models.len()
             )));
         }
-        if eval_env.goal_dim() != goal
-            || eval_env.observation_space().dim() != full
-            || eval_env.action_space() != env.action_space()
-        {
-            return Err(Error::Config(
-                "the evaluation env differs from the training env".into(),
-            ));
-        }
-        let action_space = env.action_space().clone();
-        if action_space
-            .low
-            .iter()
-            .chain(&action_space.high)
-            .any(|b| !b.is_finite())
-        {
-            return Err(Error::Config("HAC needs a bounded action space".into()));
-        }
+        let action_space = crate::ddpg::matching_bounded_envs(&env, &eval_env, "HAC")?;
         let subgoal_space = match (&config.subgoal_low, &config.subgoal_high) {
             (Some(low), Some(high)) => Space::new(low.clone(), high.clone()),
             _ => {
