@@ -1261,16 +1261,11 @@ impl<E: GoalEnv> Learner for Hac<E> {
             lengths.push(outcome.steps as f64);
             successes += usize::from(outcome.success);
         }
-        let n = episodes.max(1) as f64;
-        let mean = returns.iter().sum::<f64>() / n;
-        let variance = returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
-        Ok(EvalReport {
-            episodes,
-            return_mean: mean,
-            return_std: variance.sqrt(),
-            length_mean: lengths.iter().sum::<f64>() / n,
-            success_rate: Some(successes as f64 / n),
-        })
+        Ok(EvalReport::from_episodes(
+            &returns,
+            &lengths,
+            Some(successes),
+        ))
     }
 
     fn save_state(&self) -> Vec<u8> {

@@ -74,6 +74,24 @@ pub struct EvalReport {
     pub success_rate: Option<f64>,
 }
 
+impl EvalReport {
+    /// Summarises evaluation episodes: their undiscounted returns and
+    /// lengths, and for goal tasks how many succeeded. Every evaluation in
+    /// shoal reports through this, so the statistics mean the same everywhere.
+    pub fn from_episodes(returns: &[f64], lengths: &[f64], successes: Option<usize>) -> Self {
+        let n = returns.len().max(1) as f64;
+        let mean = returns.iter().sum::<f64>() / n;
+        let variance = returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
+        EvalReport {
+            episodes: returns.len(),
+            return_mean: mean,
+            return_std: variance.sqrt(),
+            length_mean: lengths.iter().sum::<f64>() / n,
+            success_rate: successes.map(|s| s as f64 / n),
+        }
+    }
+}
+
 /// Averages a vector over all workers. A learner that trains with gradient
 /// parallelism calls it on its flat gradient (and on normaliser statistics)
 /// before every optimiser step; on one worker it does nothing.
@@ -234,16 +252,11 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
         returns.push(ret);
         lengths.push(len as f64);
     }
-    let n = episodes.max(1) as f64;
-    let mean = returns.iter().sum::<f64>() / n;
-    let var = returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
-    Ok(EvalReport {
-        episodes,
-        return_mean: mean,
-        return_std: var.sqrt(),
-        length_mean: lengths.iter().sum::<f64>() / n,
-        success_rate: success_key.map(|_| successes as f64 / n),
-    })
+    Ok(EvalReport::from_episodes(
+        &returns,
+        &lengths,
+        success_key.map(|_| successes),
+    ))
 }
 
 impl<L: Learner + ?Sized> Learner for Box<L> {
