@@ -64,20 +64,9 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for ParameterAveraging {
             counters.iteration = round;
             counters.episodes += stats[1] as u64;
             counters.env_steps += stats[2] as u64;
-            let record = IterationRecord {
-                strategy: "parameter-averaging".into(),
-                iteration: round,
-                workers,
-                episodes: counters.episodes,
-                env_steps: counters.env_steps,
-                eval_env_steps: 0,
-                train_return_mean: Some(f64::from(stats[0] / stats[1])),
-                train_success_rate: None,
-                eval: None,
-                winner: None,
-                worker_eval_means: Vec::new(),
-                scalars: report.scalars,
-            };
+            let mut record = IterationRecord::new("parameter-averaging", workers, counters);
+            record.train_return_mean = Some(f64::from(stats[0] / stats[1]));
+            record.scalars = report.scalars;
             // Rank 0 decides whether to go on; every rank learns the decision.
             let mut stop = [0.0f32];
             if comm.is_root() && on_iteration(&record, learner)? == Control::Stop {

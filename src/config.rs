@@ -260,18 +260,16 @@ fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
 /// positions over the table (the ball's net may lie beyond its edge, hence
 /// the margin), up to 10 cm above it.
 fn hac_preset(name: &str, env: EnvConfig) -> RunConfig {
-    let (arm, margin) = match &env {
-        EnvConfig::ArmPush(push) => (push.arm.clone(), 0.0),
-        EnvConfig::BallToNet(ball) => (ball.arm.clone(), 0.3),
+    let (low, high) = match &env {
+        EnvConfig::ArmPush(push) => push.arm.object_region(0.0, 0.1),
+        EnvConfig::BallToNet(ball) => ball.arm.object_region(0.3, 0.1),
         _ => unreachable!("HAC presets are arm tasks"),
     };
-    let [hx, hy] = arm.table_half_extents;
-    let z = arm.table_height;
     let algo = HacConfig {
         levels: 2,
         horizon: 10,
-        subgoal_low: Some(vec![-hx - margin, -hy - margin, z]),
-        subgoal_high: Some(vec![hx + margin, hy + margin, z + 0.1]),
+        subgoal_low: Some(low),
+        subgoal_high: Some(high),
         ..HacConfig::default()
     };
     RunConfig {

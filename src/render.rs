@@ -3,33 +3,38 @@
 
 use std::path::{Path, PathBuf};
 
-use shoal_core::{Env, Error, Policy, Result};
+use shoal_core::{Env, Error, Learner, Policy, Result};
 use shoal_env::arm::ArmObs;
 use shoal_eval::{
     ArmFrameInput, ArmLayout, ArmObject, WormFrameInput, compare_runs, render_arm, render_worm,
 };
 
-use crate::config::EnvConfig;
-use crate::train::{eval_seed, load_run};
+use crate::config::{AlgoConfig, EnvConfig, RunConfig};
+use crate::train::{eval_seed, load_run_state, make_hac, make_learner};
 
 /// `shoal render`: rolls out the latest checkpoint's frozen policy for
 /// `episodes` episodes (on the evaluation seeds) and writes an animated GIF
-/// plus a PNG of the last frame.
+/// plus a PNG of the last frame. A HAC agent's subgoals are drawn too.
 pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()> {
     if episodes == 0 {
         return Err(Error::Config("--episodes must be at least 1".into()));
     }
-    let (cfg, learner) = load_run(run_dir)?;
-    let policy = learner.policy().ok_or_else(|| {
-        Error::Config(format!(
-            "algo `{}` has no stateless frozen policy to render",
-            cfg.algo.kind()
-        ))
-    })?;
+    let (cfg, state) = load_run_state(run_dir)?;
     let out = out.map_or_else(|| run_dir.join("render.gif"), Path::to_path_buf);
     let seed = eval_seed(&cfg);
-    let (gif, png) = match &cfg.env {
-        EnvConfig::Worm(worm) => {
+    let (gif, png) = match (&cfg.env, &cfg.algo) {
+        (EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_), AlgoConfig::Hac(_)) => {
+            let mut hac = make_hac(&cfg, 0, 1.0)?;
+            hac.load_state(&state)?;
+            let frames = hac
+                .watch(episodes, seed)?
+                .iter()
+                .map(|f| arm_frame(&f.observation, &f.subgoals))
+                .collect::<Result<Vec<_>>>()?;
+            render_arm(&arm_layout(&cfg.env), &frames, &out)?
+        }
+        (EnvConfig::Worm(worm), _) => {
+            let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::Worm::new(worm.clone())?;
             let mut frames = Vec::new();
             rollout(&mut env, policy.as_ref(), episodes, seed, |env, _| {
@@ -38,23 +43,19 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             })?;
             render_worm(&frames, &out)?
         }
-        EnvConfig::ArmPush(push) => {
+        (EnvConfig::ArmPush(push), _) => {
+            let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::ArmPush::new(push.clone())?;
             let frames = arm_frames(&mut env, policy.as_ref(), episodes, seed)?;
-            render_arm(&ArmLayout::default(), &frames, &out)?
+            render_arm(&arm_layout(&cfg.env), &frames, &out)?
         }
-        EnvConfig::BallToNet(ball) => {
+        (EnvConfig::BallToNet(ball), _) => {
+            let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::BallToNet::new(ball.clone())?;
             let frames = arm_frames(&mut env, policy.as_ref(), episodes, seed)?;
-            let layout = ArmLayout {
-                object: ArmObject::Ball {
-                    radius: ball.ball_radius,
-                },
-                ..ArmLayout::default()
-            };
-            render_arm(&layout, &frames, &out)?
+            render_arm(&arm_layout(&cfg.env), &frames, &out)?
         }
-        other => {
+        (other, _) => {
             return Err(Error::Config(format!(
                 "no renderer for env `{}` (renderable: worm, arm-push, ball-to-net)",
                 other.kind()
@@ -63,6 +64,31 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
     };
     println!("{}\n{}", gif.display(), png.display());
     Ok(())
+}
+
+/// The checkpointed agent's policy, frozen.
+fn frozen_policy(cfg: &RunConfig, state: &[u8]) -> Result<Box<dyn Policy>> {
+    let mut learner = make_learner(cfg, 0, 1.0)?;
+    learner.load_state(state)?;
+    learner.policy().ok_or_else(|| {
+        Error::Config(format!(
+            "algo `{}` has no stateless frozen policy to render",
+            cfg.algo.kind()
+        ))
+    })
+}
+
+/// How an arm task's object is drawn.
+fn arm_layout(env: &EnvConfig) -> ArmLayout {
+    match env {
+        EnvConfig::BallToNet(ball) => ArmLayout {
+            object: ArmObject::Ball {
+                radius: ball.ball_radius,
+            },
+            ..ArmLayout::default()
+        },
+        _ => ArmLayout::default(),
+    }
 }
 
 /// Runs `episodes` frozen-policy episodes, calling `frame` with the env and
@@ -99,20 +125,28 @@ fn arm_frames<E: Env>(
 ) -> Result<Vec<ArmFrameInput>> {
     let mut frames = Vec::new();
     rollout(env, policy, episodes, seed, |_, obs| {
-        frames.push(arm_frame(obs)?);
+        frames.push(arm_frame(obs, &[])?);
         Ok(())
     })?;
     Ok(frames)
 }
 
-fn arm_frame(obs: &[f32]) -> Result<ArmFrameInput> {
+/// An arm-task frame from an observation and the subgoals of a hierarchy.
+fn arm_frame(obs: &[f32], subgoals: &[Vec<f32>]) -> Result<ArmFrameInput> {
     let view = ArmObs::new(obs)
         .ok_or_else(|| Error::Shape(format!("arm observation of length {}", obs.len())))?;
+    let subgoals = subgoals
+        .iter()
+        .map(|g| {
+            <[f32; 3]>::try_from(g.as_slice())
+                .map_err(|_| Error::Shape(format!("subgoal of {} values, expected 3", g.len())))
+        })
+        .collect::<Result<_>>()?;
     Ok(ArmFrameInput {
         gripper: view.gripper_position(),
         object: view.object_position(),
         goal: view.desired_goal(),
-        subgoals: Vec::new(),
+        subgoals,
     })
 }
 

@@ -34,7 +34,17 @@ const EVAL_STREAM: u64 = 0xE7A1;
 
 /// Blob names inside a checkpoint.
 const STATE_BLOB: &str = "learner";
+/// Rank 0's replay memory (the only one of a single-learner run); worker
+/// `r > 0` of a parallel run keeps its own as `worker-{r}/memory`.
 const MEMORY_BLOB: &str = "memory";
+
+fn memory_blob(rank: usize) -> String {
+    if rank == 0 {
+        MEMORY_BLOB.into()
+    } else {
+        format!("worker-{rank}/{MEMORY_BLOB}")
+    }
+}
 
 /// A fresh instance of the configured environment.
 pub fn make_env(cfg: &EnvConfig) -> Result<Box<dyn Env>> {
@@ -80,16 +90,30 @@ pub fn make_learner(
             let learner = Ddpg::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
             Ok(Box::new(learner))
         }
-        AlgoConfig::Hac(algo) => {
-            let mut algo = algo.clone();
-            algo.actor_lr *= lr_scale;
-            algo.critic_lr *= lr_scale;
-            algo.buffer_size = replay_share(cfg, algo.buffer_size);
-            let env = make_goal_env(&cfg.env)?;
-            let learner = Hac::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
-            Ok(Box::new(learner))
-        }
+        AlgoConfig::Hac(_) => Ok(Box::new(make_hac(cfg, rank, lr_scale)?)),
     }
+}
+
+/// The HAC learner of worker `rank`, as [`make_learner`] builds it; its own
+/// type, for what only HAC does ([`Hac::watch`]).
+pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<dyn GoalEnv>>> {
+    let AlgoConfig::Hac(algo) = &cfg.algo else {
+        return Err(Error::Config(format!(
+            "expected a hac config, not `{}`",
+            cfg.algo.kind()
+        )));
+    };
+    let mut algo = algo.clone();
+    algo.actor_lr *= lr_scale;
+    algo.critic_lr *= lr_scale;
+    algo.buffer_size = replay_share(cfg, algo.buffer_size);
+    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    Hac::new(
+        algo,
+        make_goal_env(&cfg.env)?,
+        make_goal_env(&cfg.env)?,
+        seed,
+    )
 }
 
 /// One worker's replay capacity. Workers that average gradients share one
@@ -217,7 +241,6 @@ struct Recorder {
     progress: ProgressReporter,
     config_toml: String,
     seed: u64,
-    checkpoint_every: u64,
     clock: Instant,
     wall_before: f64,
 }
@@ -243,7 +266,6 @@ impl Recorder {
             progress,
             config_toml: cfg.to_toml(),
             seed: cfg.seed,
-            checkpoint_every: cfg.train.checkpoint_every.max(1),
             clock: Instant::now(),
             wall_before,
         })
@@ -278,9 +300,15 @@ impl Recorder {
         Ok(())
     }
 
-    /// Writes a checkpoint of `learner` after `counters`; records up to
+    /// Writes a checkpoint of `learner` after `counters`, with every
+    /// worker's replay memory if given (else `learner`'s own); records up to
     /// these counters must already be in the metrics log.
-    fn checkpoint<L: Learner + ?Sized>(&self, learner: &L, counters: Counters) -> Result<()> {
+    fn checkpoint<L: Learner + ?Sized>(
+        &self,
+        learner: &L,
+        counters: Counters,
+        worker_memories: Option<&[Vec<u8>]>,
+    ) -> Result<()> {
         let progress = Progress {
             episodes: counters.episodes,
             env_steps: counters.env_steps,
@@ -289,24 +317,29 @@ impl Recorder {
             seed: self.seed,
         };
         let state = learner.save_state();
-        let memory = learner.save_memory();
+        let own = learner.save_memory();
+        let memories = match worker_memories {
+            Some(all) => all,
+            None => own.as_slice(),
+        };
         let mut writer = CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
             .blob(STATE_BLOB, &state[..])
             .extra("eval_env_steps", counters.eval_env_steps);
-        if let Some(memory) = &memory {
-            writer = writer.blob(MEMORY_BLOB, &memory[..]);
+        for (rank, memory) in memories.iter().enumerate() {
+            writer = writer.blob(&memory_blob(rank), &memory[..]);
         }
         writer.commit()?;
         Ok(())
     }
 
     /// One strategy iteration: its metrics lines, an evaluation if one ran,
-    /// and a checkpoint when the run crossed a multiple of `checkpoint_every`.
+    /// and a checkpoint every `checkpoint_interval` iterations and after the
+    /// last (the strategies gather every worker's memory on the same ones).
     fn iteration<L: Learner + ?Sized>(
         &mut self,
         record: &IterationRecord,
         learner: &L,
-        episodes_before: u64,
+        checkpoint_interval: u64,
         last_iteration: u64,
     ) -> Result<Control> {
         let counters = record.counters();
@@ -335,10 +368,10 @@ impl Recorder {
         if let Some(eval) = &record.eval {
             self.eval(counters, eval)?;
         }
-        let crossed =
-            record.episodes / self.checkpoint_every > episodes_before / self.checkpoint_every;
-        if crossed || record.iteration == last_iteration {
-            self.checkpoint(learner, counters)?;
+        if record.iteration.is_multiple_of(checkpoint_interval)
+            || record.iteration == last_iteration
+        {
+            self.checkpoint(learner, counters, record.memories.as_deref())?;
         }
         self.progress
             .advance(record.episodes, record.train_return_mean);
@@ -405,7 +438,7 @@ pub fn train_single(
             recorder.eval(counters, &eval)?;
         }
         if counters.episodes % cfg.train.checkpoint_every == 0 || done {
-            recorder.checkpoint(learner.as_ref(), counters)?;
+            recorder.checkpoint(learner.as_ref(), counters, None)?;
         }
         recorder
             .progress
@@ -414,6 +447,16 @@ pub fn train_single(
     recorder.progress.finish();
     let wall = recorder.wall();
     finish_run(cfg, run, learner.as_mut(), counters, wall)
+}
+
+/// Every worker's replay memory in a checkpoint, by rank (empty: none).
+fn worker_memories(ckpt: &Checkpoint) -> Result<Vec<Vec<u8>>> {
+    let names: Vec<&str> = ckpt.blob_names().collect();
+    let mut memories = Vec::new();
+    while names.contains(&memory_blob(memories.len()).as_str()) {
+        memories.push(ckpt.blob(&memory_blob(memories.len()))?.to_vec());
+    }
+    Ok(memories)
 }
 
 /// Loads a checkpoint's state (and memory, if it holds one) into `learner`.
@@ -471,28 +514,20 @@ fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBu
     let per_worker = cfg.parallel.episodes_per_iteration.max(1) as u64;
     let iterations = cfg.train.episodes.div_ceil(per_worker * workers).max(1);
     let eval_interval = (cfg.train.eval_every / (per_worker * workers)).max(1);
+    let checkpoint_interval = (cfg.train.checkpoint_every / (per_worker * workers)).max(1);
+    // The strategies hand each rank its own replay memory back from rank 0.
     let resume = match &setup {
         Some((_, Some(ckpt), _)) => Resume {
             counters: checkpoint_counters(ckpt),
             state: Some(ckpt.blob(STATE_BLOB)?.to_vec()),
+            memories: worker_memories(ckpt)?,
         },
         _ => Resume::default(),
     };
-    // Rank 0 continues from the checkpoint's replay memory; the strategies
-    // hand the agent's state to the other ranks, not their memories.
-    let memory = match &setup {
-        Some((_, Some(ckpt), _)) if ckpt.blob_names().any(|n| n == MEMORY_BLOB) => {
-            Some(ckpt.blob(MEMORY_BLOB)?.to_vec())
-        }
-        _ => None,
-    };
     let mut recorder = setup.as_mut().map(|(_, _, recorder)| recorder);
-    let mut episodes_before = resume.counters.episodes;
     let mut observe = |record: &IterationRecord, learner: &dyn Learner| -> Result<Control> {
         let recorder = recorder.as_mut().expect("the callback runs on rank 0");
-        let control = recorder.iteration(record, learner, episodes_before, iterations)?;
-        episodes_before = record.episodes;
-        Ok(control)
+        recorder.iteration(record, learner, checkpoint_interval, iterations)
     };
 
     let rank = comm.rank();
@@ -508,10 +543,8 @@ fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBu
                 .iterations(iterations)
                 .episodes_per_iteration(per_worker as usize)
                 .eval_episodes(cfg.parallel.pool_eval_episodes)
-                .seed(eval_seed(cfg));
-            if let Some(memory) = &memory {
-                learner.load_memory(memory)?;
-            }
+                .seed(eval_seed(cfg))
+                .memory_interval(checkpoint_interval);
             let outcome = Pool::new(config).resume(resume).run(
                 comm,
                 &mut learner,
@@ -541,10 +574,8 @@ fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBu
                 .episodes_per_iteration(per_worker as usize)
                 .eval_interval(eval_interval)
                 .eval_episodes(cfg.train.eval_episodes)
-                .seed(eval_seed(cfg));
-            if let Some(memory) = &memory {
-                learner.load_memory(memory)?;
-            }
+                .seed(eval_seed(cfg))
+                .memory_interval(checkpoint_interval);
             let outcome = GradientAveraging::new(config).resume(resume).run(
                 comm,
                 &mut learner,
@@ -621,14 +652,20 @@ pub fn check_resume_config(ckpt: &Checkpoint, cfg: &RunConfig) -> Result<()> {
         .map_err(|e| Error::Config(format!("cannot resume: {e}")))
 }
 
-/// Loads a run's config and latest checkpoint into a fresh learner.
-pub fn load_run(run_dir: &std::path::Path) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
+/// A run's config and the learner state of its latest checkpoint.
+pub fn load_run_state(run_dir: &std::path::Path) -> Result<(RunConfig, Vec<u8>)> {
     let run = RunDir::new(run_dir);
     let text = std::fs::read_to_string(run.config())
         .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
     let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
-    let ckpt = load_latest(run.path())?;
+    let mut ckpt = load_latest(run.path())?;
+    Ok((cfg, ckpt.take_blob(STATE_BLOB)?))
+}
+
+/// Loads a run's config and latest checkpoint into a fresh learner.
+pub fn load_run(run_dir: &std::path::Path) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
+    let (cfg, state) = load_run_state(run_dir)?;
     let mut learner = make_learner(&cfg, 0, 1.0)?;
-    learner.load_state(ckpt.blob(STATE_BLOB)?)?;
+    learner.load_state(&state)?;
     Ok((cfg, learner))
 }

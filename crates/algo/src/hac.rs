@@ -744,6 +744,8 @@ struct Run<'a, E: GoalEnv> {
     subgoal_space: &'a Space,
     /// `None` when evaluating: no noise, no tests, nothing stored.
     explore: Option<Explore>,
+    /// What [`Hac::watch`] sees: one frame before every env step and after the last.
+    frames: Option<Vec<HacFrame>>,
     obs: Vec<f32>,
     achieved: Vec<f32>,
     desired: Vec<f32>,
@@ -760,6 +762,18 @@ struct Run<'a, E: GoalEnv> {
 }
 
 impl<E: GoalEnv> Run<'_, E> {
+    /// Records the current observation and the subgoals of the levels below
+    /// the top, when watched.
+    fn frame(&mut self) {
+        if let Some(frames) = &mut self.frames {
+            frames.push(HacFrame {
+                episode: 0,
+                observation: [&self.obs[..], &self.achieved, &self.desired].concat(),
+                subgoals: self.goals[..self.goals.len() - 1].to_vec(),
+            });
+        }
+    }
+
     fn split(&mut self, obs: &[f32]) -> Result<()> {
         let d = self.models.dims;
         if obs.len() != d.obs + 2 * d.goal {
@@ -824,6 +838,7 @@ impl<E: GoalEnv> Run<'_, E> {
                 }
             } else {
                 // ---- act in the environment ----
+                self.frame();
                 let step = self.env.step(&self.action_space.from_symmetric(&action))?;
                 self.split(&step.obs)?;
                 self.undiscounted += step.reward as f64;
@@ -1063,7 +1078,8 @@ impl<E: GoalEnv> Hac<E> {
     }
 
     /// Plays one episode on `env` from the reset observation `first`: the
-    /// top level attempts the desired goal once, recursing down.
+    /// top level attempts the desired goal once, recursing down. With
+    /// `watched`, the outcome holds a frame per step.
     fn run(
         env: &mut E,
         first: &[f32],
@@ -1071,6 +1087,7 @@ impl<E: GoalEnv> Hac<E> {
         config: &HacConfig,
         spaces: (&Space, &Space),
         explore: Option<Explore>,
+        watched: bool,
     ) -> Result<RunOutcome> {
         let levels = models.len();
         let mut run = Run {
@@ -1080,6 +1097,7 @@ impl<E: GoalEnv> Hac<E> {
             action_space: spaces.0,
             subgoal_space: spaces.1,
             explore,
+            frames: watched.then(Vec::new),
             obs: Vec::new(),
             achieved: Vec::new(),
             desired: Vec::new(),
@@ -1099,6 +1117,7 @@ impl<E: GoalEnv> Hac<E> {
             // The top level's attempt ran out before the env ended the episode.
             run.success = run.env.is_success(&run.achieved, &run.desired);
         }
+        run.frame();
         Ok(RunOutcome {
             undiscounted: run.undiscounted,
             steps: run.steps,
@@ -1106,6 +1125,7 @@ impl<E: GoalEnv> Hac<E> {
             transitions: run.transitions,
             attempts: run.attempts,
             reached: run.reached,
+            frames: run.frames.unwrap_or_default(),
         })
     }
 
@@ -1133,6 +1153,7 @@ impl<E: GoalEnv> Hac<E> {
             &self.config,
             (&self.action_space, &self.subgoal_space),
             Some(explore),
+            false,
         )
     }
 
@@ -1236,6 +1257,48 @@ struct RunOutcome {
     transitions: Vec<Vec<Transition>>,
     attempts: Vec<u64>,
     reached: Vec<u64>,
+    frames: Vec<HacFrame>,
+}
+
+/// One moment of a watched episode ([`Hac::watch`]): what a renderer needs
+/// to draw the agent and the subgoals it is pursuing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HacFrame {
+    /// Which of the watched episodes, from 0.
+    pub episode: usize,
+    /// The environment's observation: `observation ‖ achieved ‖ desired`.
+    pub observation: Vec<f32>,
+    /// The subgoal each level below the top is pursuing, lowest level
+    /// first, in achieved-goal units (the top level pursues the desired goal).
+    pub subgoals: Vec<Vec<f32>>,
+}
+
+impl<E: GoalEnv> Hac<E> {
+    /// Plays `episodes` frozen-policy episodes as [`Learner::evaluate`]
+    /// does (episode `i` reset with `seed + i`), returning a frame before
+    /// every environment step and after the last one of each episode.
+    pub fn watch(&mut self, episodes: usize, seed: u64) -> Result<Vec<HacFrame>> {
+        let mut frames = Vec::new();
+        for i in 0..episodes {
+            let first = self.eval_env.reset(Some(seed.wrapping_add(i as u64)));
+            let outcome = Self::run(
+                &mut self.eval_env,
+                &first,
+                &self.models,
+                &self.config,
+                (&self.action_space, &self.subgoal_space),
+                None,
+                true,
+            )?;
+            frames.extend(
+                outcome
+                    .frames
+                    .into_iter()
+                    .map(|f| HacFrame { episode: i, ..f }),
+            );
+        }
+        Ok(frames)
+    }
 }
 
 impl<E: GoalEnv> Learner for Hac<E> {
@@ -1256,6 +1319,7 @@ impl<E: GoalEnv> Learner for Hac<E> {
                 &self.config,
                 (&self.action_space, &self.subgoal_space),
                 None,
+                false,
             )?;
             returns.push(outcome.undiscounted);
             lengths.push(outcome.steps as f64);
@@ -1471,6 +1535,38 @@ mod tests {
             "level0/subgoal_success",
         ] {
             assert!(scalar(key).is_some_and(f64::is_finite), "{key}");
+        }
+    }
+
+    #[test]
+    fn watching_shows_every_step_and_the_subgoals_without_changing_the_agent() {
+        let config = HacConfig {
+            levels: 3,
+            ..small()
+        };
+        let mut learner = agent(config, 5);
+        learner.learn(2).unwrap();
+        let eval = learner.evaluate(2, 77).unwrap();
+        let frames = learner.watch(2, 77).unwrap();
+        assert_eq!(learner.evaluate(2, 77).unwrap(), eval, "watching is frozen");
+        // A frame before every step and one after the last, per episode.
+        let steps = (eval.length_mean * 2.0).round() as usize;
+        assert_eq!(frames.len(), steps + 2);
+        assert_eq!(frames[0].episode, 0);
+        assert_eq!(frames.last().unwrap().episode, 1);
+        let (low, high) = (&learner.subgoal_space().low, &learner.subgoal_space().high);
+        for frame in &frames {
+            assert_eq!(
+                frame.observation.len(),
+                8,
+                "point goal: pos, vel, achieved, desired"
+            );
+            assert_eq!(frame.subgoals.len(), 2, "three levels: two hold subgoals");
+            for subgoal in &frame.subgoals {
+                for (i, v) in subgoal.iter().enumerate() {
+                    assert!((low[i]..=high[i]).contains(v), "{subgoal:?}");
+                }
+            }
         }
     }
 

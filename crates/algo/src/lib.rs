@@ -30,8 +30,8 @@ pub use ddpg::{
     UpdateSettings, UpdateStats,
 };
 pub use hac::{
-    Attempt, Hac, HacConfig, HacLevel, HacModels, Transition, TransitionBuffer, TransitionDims,
-    attempt_transitions,
+    Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, Transition, TransitionBuffer,
+    TransitionDims, attempt_transitions,
 };
 pub use her::{GoalReward, HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};

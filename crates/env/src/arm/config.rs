@@ -270,6 +270,24 @@ impl ArmConfig {
         self.gripper.half_height() + GRIPPER_TABLE_CLEARANCE
     }
 
+    /// Lower and upper corners (world frame, m) of the object positions over
+    /// the table: its top widened by `margin` on every side, from the
+    /// surface up to `above` over it. A hierarchical agent proposes its
+    /// subgoals in this box.
+    ///
+    /// ```
+    /// let (low, high) = shoal_env::arm::ArmConfig::default().object_region(0.0, 0.1);
+    /// assert!((high[2] - low[2] - 0.1).abs() < 1e-6);
+    /// ```
+    pub fn object_region(&self, margin: f32, above: f32) -> (Vec<f32>, Vec<f32>) {
+        let [hx, hy] = self.table_half_extents;
+        let z = self.table_height;
+        (
+            vec![-hx - margin, -hy - margin, z],
+            vec![hx + margin, hy + margin, z + above],
+        )
+    }
+
     /// Checks that every value is usable, naming the first that is not.
     pub fn validate(&self) -> Result<()> {
         let positive = [

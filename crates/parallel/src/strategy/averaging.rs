@@ -7,8 +7,8 @@ use shoal_core::{Error, GradientLearner, Result, derive_seed};
 
 use super::{
     Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
-    decide, eval_steps, gather_outcomes, hash_parameters, own_error_first, record_from_stats,
-    require, share,
+    decide, eval_steps, gather_outcomes, hash_parameters, memory_due, own_error_first,
+    record_from_stats, require, restore_memories, share,
 };
 use crate::comm::{CommReducer, Communicator};
 
@@ -43,6 +43,10 @@ pub struct AveragingConfig {
     /// bit-identical (a hash of each, compared on rank 0); a learner that
     /// updates without the reducer then fails loudly. Default: true.
     pub check_sync: bool,
+    /// Every this many iterations (and after the last) each worker's replay
+    /// memory is gathered into [`IterationRecord::memories`] for a
+    /// checkpoint; 0 never. Default: 0.
+    pub memory_interval: u64,
 }
 
 impl Default for AveragingConfig {
@@ -54,6 +58,7 @@ impl Default for AveragingConfig {
             eval_episodes: 5,
             seed: 0,
             check_sync: true,
+            memory_interval: 0,
         }
     }
 }
@@ -98,6 +103,13 @@ impl AveragingConfig {
     #[must_use]
     pub fn check_sync(mut self, check: bool) -> Self {
         self.check_sync = check;
+        self
+    }
+
+    /// Sets how often every worker's memory is gathered (0: never).
+    #[must_use]
+    pub fn memory_interval(mut self, interval: u64) -> Self {
+        self.memory_interval = interval;
         self
     }
 
@@ -196,6 +208,7 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
             learner.set_parameters(&parameters)?;
         }
         drop(parameters);
+        restore_memories(comm, &self.resume.memories, learner)?;
 
         let mut last = None;
         let mut stopped_early = false;
@@ -238,10 +251,11 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
                 }
                 Ok::<IterationRecord, Error>(record)
             });
-            let record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
+            let mut record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
             counters = record.counters();
 
-            let control = decide(comm, &record, &*learner, on_iteration)?;
+            let memories = memory_due(config.memory_interval, iteration, config.iterations);
+            let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
             last = Some(record);
             if control == Control::Stop {
                 stopped_early = counters.iteration < config.iterations;

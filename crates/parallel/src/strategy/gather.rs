@@ -203,11 +203,12 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
                 }
                 Ok::<IterationRecord, Error>(record)
             });
-            let record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
+            let mut record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
             counters = record.counters();
             sync_parameters(comm, learner)?;
 
-            let control = decide(comm, &record, &*learner, on_iteration)?;
+            // The workers only collect: rank 0's learner holds all there is to keep.
+            let control = decide(comm, &mut record, &*learner, false, on_iteration)?;
             last = Some(record);
             if control == Control::Stop {
                 stopped_early = counters.iteration < config.iterations;

@@ -4,7 +4,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, EvalReport, LearnReport, Result};
+use shoal_core::{Error, EvalReport, LearnReport, Learner, Result};
 
 use crate::comm::{Communicator, comm_error};
 
@@ -103,10 +103,21 @@ pub struct Resume {
     /// A state written by [`Learner::save_state`](shoal_core::Learner::save_state),
     /// or `None` to start from rank 0's learner as it is.
     pub state: Option<Vec<u8>>,
+    /// Every worker's replay memory as [`IterationRecord::memories`] held
+    /// it (index = rank), loaded with
+    /// [`Learner::load_memory`](shoal_core::Learner::load_memory) by the
+    /// strategies whose workers keep their own (pool, averaging); empty to
+    /// keep each learner's memory as it is. Its length must be the world size.
+    pub memories: Vec<Vec<u8>>,
 }
 
 /// One iteration of a strategy, as rank 0 reports it (one line of `metrics.jsonl`).
+///
+/// Build one with [`IterationRecord::new`] and set the fields that apply;
+/// new fields may be added, so it cannot be written as a struct literal
+/// outside this crate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IterationRecord {
     /// The strategy's [`Strategy::name`].
     pub strategy: String,
@@ -135,9 +146,44 @@ pub struct IterationRecord {
     /// Scalars of the update that produced the current agent (losses,
     /// entropy), namespaced as in [`LearnReport::scalars`].
     pub scalars: Vec<(String, f64)>,
+    /// Every worker's replay memory ([`Learner::save_memory`]), index =
+    /// rank, on the iterations where the strategy gathers them for a
+    /// checkpoint (`memory_interval` of the pool and averaging configs);
+    /// `None` on other iterations and for learners that keep no memory.
+    /// Rank 0's callback alone sees it; it is never serialised.
+    #[serde(skip)]
+    pub memories: Option<Vec<Vec<u8>>>,
 }
 
 impl IterationRecord {
+    /// The record of `strategy`'s iteration `counters.iteration` over
+    /// `workers` workers, with the counters after it and nothing else.
+    ///
+    /// ```
+    /// use shoal_parallel::{Counters, IterationRecord};
+    /// let counters = Counters { iteration: 3, episodes: 12, ..Counters::default() };
+    /// let mut record = IterationRecord::new("local-sgd", 2, counters);
+    /// record.train_return_mean = Some(-1.5);
+    /// assert_eq!(record.counters(), counters);
+    /// ```
+    pub fn new(strategy: impl Into<String>, workers: usize, counters: Counters) -> Self {
+        IterationRecord {
+            strategy: strategy.into(),
+            iteration: counters.iteration,
+            workers,
+            episodes: counters.episodes,
+            env_steps: counters.env_steps,
+            eval_env_steps: counters.eval_env_steps,
+            train_return_mean: None,
+            train_success_rate: None,
+            eval: None,
+            winner: None,
+            worker_eval_means: Vec::new(),
+            scalars: Vec::new(),
+            memories: None,
+        }
+    }
+
     /// The counters after this iteration, for a later [`Resume`].
     pub fn counters(&self) -> Counters {
         Counters {
@@ -211,22 +257,12 @@ pub(crate) fn record_from_stats(
         .filter_map(|s| s.eval.as_ref())
         .map(eval_steps)
         .sum::<u64>();
-    IterationRecord {
-        strategy: strategy.to_string(),
-        iteration: counters.iteration,
-        workers: stats.len(),
-        episodes: counters.episodes,
-        env_steps: counters.env_steps,
-        eval_env_steps: counters.eval_env_steps,
-        train_return_mean: (episodes > 0)
-            .then(|| stats.iter().map(|s| s.return_sum).sum::<f64>() / episodes as f64),
-        train_success_rate: (flagged > 0)
-            .then(|| stats.iter().map(|s| s.successes).sum::<u64>() as f64 / flagged as f64),
-        eval: None,
-        winner: None,
-        worker_eval_means: Vec::new(),
-        scalars: Vec::new(),
-    }
+    let mut record = IterationRecord::new(strategy, stats.len(), *counters);
+    record.train_return_mean =
+        (episodes > 0).then(|| stats.iter().map(|s| s.return_sum).sum::<f64>() / episodes as f64);
+    record.train_success_rate = (flagged > 0)
+        .then(|| stats.iter().map(|s| s.successes).sum::<u64>() as f64 / flagged as f64);
+    record
 }
 
 /// Gathers every rank's outcome on rank 0. Rank 0 gets `Some(stats)` if all
@@ -313,15 +349,69 @@ pub(crate) fn hash_parameters(values: &[f32]) -> u64 {
     hash
 }
 
-/// Shares the rank-0 callback's decision, ending the run on every rank if it failed.
-pub(crate) fn decide<L: ?Sized>(
+/// Shares the rank-0 callback's decision, ending the run on every rank if it
+/// failed. With `gather_memories`, every rank first sends its replay memory
+/// to rank 0, where the callback finds them in [`IterationRecord::memories`].
+pub(crate) fn decide<L: Learner + ?Sized>(
     comm: &dyn Communicator,
-    record: &IterationRecord,
+    record: &mut IterationRecord,
     learner: &L,
+    gather_memories: bool,
     on_iteration: &mut OnIteration<'_, L>,
 ) -> Result<Control> {
+    if gather_memories {
+        // A learner without memory sends nothing; all ranks run the same kind.
+        let mine = learner.save_memory().unwrap_or_default();
+        let all = comm.gather_bytes(&mine, 0)?;
+        record.memories = all.filter(|all| all.iter().any(|m| !m.is_empty()));
+    }
     let from_root = comm.is_root().then(|| on_iteration(record, learner));
+    // The memories can be large; the record outlives the callback.
+    record.memories = None;
     share(comm, from_root)
+}
+
+/// Loads each worker's memory of a resumed run (rank 0's `memories`, one per
+/// rank; empty: none) into its learner. Rank 0 sends every other rank its own.
+pub(crate) fn restore_memories<L: Learner + ?Sized>(
+    comm: &dyn Communicator,
+    memories: &[Vec<u8>],
+    learner: &mut L,
+) -> Result<()> {
+    let count = comm.is_root().then(|| {
+        let n = memories.len();
+        require(n == 0 || n == comm.size(), || {
+            format!(
+                "the checkpoint holds the replay memories of {n} workers, the run has {}",
+                comm.size()
+            )
+        })
+        .map(|()| n)
+    });
+    if share(comm, count)? == 0 {
+        return Ok(());
+    }
+    if comm.is_root() {
+        learner.load_memory(&memories[0])?;
+    }
+    for rank in 1..comm.size() {
+        let mut bytes = if comm.is_root() {
+            memories[rank].clone()
+        } else {
+            Vec::new()
+        };
+        comm.broadcast_bytes(&mut bytes, 0)?;
+        if comm.rank() == rank {
+            learner.load_memory(&bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether iteration `iteration` of `iterations` gathers memories: every
+/// `interval` iterations (0: never) and after the last.
+pub(crate) fn memory_due(interval: u64, iteration: u64, iterations: u64) -> bool {
+    interval > 0 && (iteration.is_multiple_of(interval) || iteration == iterations)
 }
 
 #[cfg(test)]
@@ -655,6 +745,7 @@ mod tests {
             let resume = Resume {
                 counters,
                 state: comm.is_root().then(|| state.clone()),
+                memories: Vec::new(),
             };
             let mut pool = Pool::new(config.clone()).resume(resume);
             let summary = pool.run(comm, &mut learner, &mut keep_going)?;
@@ -663,6 +754,104 @@ mod tests {
         .unwrap();
         assert_eq!(resumed[0].0, uninterrupted[0].0);
         assert_eq!(resumed[0].1, uninterrupted[0].1);
+    }
+
+    #[test]
+    fn every_workers_memory_is_checkpointed_and_restored_on_resume() {
+        let config = AveragingConfig::default()
+            .iterations(6)
+            .episodes_per_iteration(2)
+            .eval_interval(0)
+            .memory_interval(2);
+        // Averaging workers share one learning rate.
+        let worker = |rank: usize| Quadratic {
+            learning_rate: 0.05,
+            ..Quadratic::new(SEED, rank)
+        };
+        let uninterrupted = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = worker(comm.rank());
+            let (mut gathered_at, mut checkpoint) = (Vec::new(), None);
+            GradientAveraging::new(config.clone()).run(
+                comm,
+                &mut learner,
+                &mut |record: &IterationRecord, l: &Quadratic| {
+                    if let Some(memories) = &record.memories {
+                        gathered_at.push(record.iteration);
+                        if record.iteration == 4 {
+                            checkpoint =
+                                Some((record.counters(), l.save_state(), memories.clone()));
+                        }
+                    }
+                    Ok(Control::Continue)
+                },
+            )?;
+            Ok((learner.memory.clone(), gathered_at, checkpoint))
+        })
+        .unwrap();
+        assert_eq!(uninterrupted[0].1, vec![2, 4, 6]);
+        let (counters, state, memories) = uninterrupted[0].2.clone().unwrap();
+        assert_eq!(memories.len(), 2);
+        assert_ne!(memories[0], memories[1], "each worker keeps its own memory");
+
+        let resumed = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = worker(comm.rank());
+            let resume = Resume {
+                counters,
+                state: comm.is_root().then(|| state.clone()),
+                memories: if comm.is_root() {
+                    memories.clone()
+                } else {
+                    Vec::new()
+                },
+            };
+            GradientAveraging::new(config.clone()).resume(resume).run(
+                comm,
+                &mut learner,
+                &mut keep_going,
+            )?;
+            Ok(learner.memory.clone())
+        })
+        .unwrap();
+        for rank in 0..2 {
+            assert_eq!(resumed[rank], uninterrupted[rank].0, "rank {rank}");
+            assert_eq!(resumed[rank].len(), 12, "6 iterations × 2 episodes");
+        }
+
+        // The same for the pool, and a checkpoint of the wrong world size.
+        let pool = PoolConfig::default()
+            .iterations(2)
+            .episodes_per_iteration(1);
+        let restored = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = worker(comm.rank());
+            let resume = Resume {
+                memories: vec![vec![0; 4], 7.0f32.to_le_bytes().to_vec()],
+                ..Resume::default()
+            };
+            Pool::new(pool.clone().iterations(0)).resume(resume).run(
+                comm,
+                &mut learner,
+                &mut keep_going,
+            )?;
+            Ok(learner.memory.clone())
+        })
+        .unwrap();
+        assert_eq!(restored, vec![vec![0.0], vec![7.0]]);
+        let error = run_threads(2, |comm: &dyn Communicator| {
+            let mut learner = worker(comm.rank());
+            let resume = Resume {
+                memories: vec![Vec::new()],
+                ..Resume::default()
+            };
+            Pool::new(pool.clone())
+                .resume(resume)
+                .run(comm, &mut learner, &mut keep_going)
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("replay memories of 1 workers, the run has 2"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -680,6 +869,7 @@ mod tests {
             let resume = Resume {
                 counters,
                 state: Some(saved.save_state()),
+                memories: Vec::new(),
             };
             let config = GatherConfig::default()
                 .iterations(6)

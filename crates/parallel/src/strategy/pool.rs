@@ -7,7 +7,8 @@ use shoal_core::{Learner, Result, derive_seed};
 
 use super::{
     Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
-    decide, gather_outcomes, own_error_first, record_from_stats, require, share,
+    decide, gather_outcomes, memory_due, own_error_first, record_from_stats, require,
+    restore_memories, share,
 };
 use crate::comm::Communicator;
 
@@ -35,6 +36,10 @@ pub struct PoolConfig {
     /// candidate with seed `derive_seed(seed, i)`, so all candidates face the
     /// same starting states. Default: 0.
     pub seed: u64,
+    /// Every this many iterations (and after the last) each worker's replay
+    /// memory is gathered into [`IterationRecord::memories`] for a
+    /// checkpoint; 0 never. Default: 0.
+    pub memory_interval: u64,
 }
 
 impl Default for PoolConfig {
@@ -44,6 +49,7 @@ impl Default for PoolConfig {
             episodes_per_iteration: 10,
             eval_episodes: 5,
             seed: 0,
+            memory_interval: 0,
         }
     }
 }
@@ -74,6 +80,13 @@ impl PoolConfig {
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Sets how often every worker's memory is gathered (0: never).
+    #[must_use]
+    pub fn memory_interval(mut self, interval: u64) -> Self {
+        self.memory_interval = interval;
         self
     }
 
@@ -194,6 +207,7 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
         comm.broadcast_bytes(&mut best, 0)?;
         learner.load_state(&best)?;
         drop(best);
+        restore_memories(comm, &self.resume.memories, learner)?;
 
         let mut last = None;
         let mut stopped_early = false;
@@ -215,7 +229,7 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
                 all.map_err(shoal_core::Error::Comm)
                     .map(|stats| promote(NAME, counters, &stats))
             });
-            let record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
+            let mut record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
             counters = record.counters();
 
             let winner = record.winner.expect("the pool always names a winner");
@@ -227,7 +241,8 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
             comm.broadcast_bytes(&mut state, winner)?;
             learner.load_state(&state)?;
 
-            let control = decide(comm, &record, &*learner, on_iteration)?;
+            let memories = memory_due(config.memory_interval, iteration, config.iterations);
+            let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
             last = Some(record);
             if control == Control::Stop {
                 stopped_early = counters.iteration < config.iterations;

@@ -44,6 +44,10 @@ pub struct Quadratic {
     pub seed: u64,
     /// Episodes trained or collected so far (part of the state).
     pub episodes_seen: u64,
+    /// The first noisy gradient sample of each of this worker's training
+    /// episodes, before averaging: its replay memory
+    /// ([`Learner::save_memory`]), different on every worker.
+    pub memory: Vec<f32>,
     /// Make `learn`, `learn_averaged` and `collect` fail once this many
     /// episodes have been seen, to test failure handling. Default: `None`.
     pub fail_after: Option<u64>,
@@ -60,6 +64,7 @@ impl Quadratic {
             steps_per_episode: 5,
             seed: worker_seed(seed, rank),
             episodes_seen: 0,
+            memory: Vec::new(),
             fail_after: None,
         }
     }
@@ -111,7 +116,11 @@ impl Quadratic {
         let mut report = LearnReport::default();
         for _ in 0..episodes {
             self.check_failure()?;
-            for mut gradient in self.episode_gradients() {
+            let gradients = self.episode_gradients();
+            if let Some(first) = gradients.first() {
+                self.memory.push(first[0]);
+            }
+            for mut gradient in gradients {
                 reducer.mean(&mut gradient)?;
                 self.step(&gradient);
             }
@@ -165,6 +174,18 @@ impl Learner for Quadratic {
         bytes_into_f32s(&bytes[8..], &mut self.params)?;
         self.episodes_seen = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
         Ok(())
+    }
+
+    fn save_memory(&self) -> Option<Vec<u8>> {
+        Some(f32s_to_bytes(&self.memory))
+    }
+
+    fn load_memory(&mut self, bytes: &[u8]) -> Result<()> {
+        if bytes.len() % 4 != 0 {
+            return Err(Error::Shape(format!("toy memory of {} bytes", bytes.len())));
+        }
+        self.memory = vec![0.0; bytes.len() / 4];
+        bytes_into_f32s(bytes, &mut self.memory)
     }
 }
 
