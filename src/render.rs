@@ -29,7 +29,7 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             let frames = hac
                 .watch(episodes, seed)?
                 .iter()
-                .map(|f| arm_frame(&f.observation, &f.subgoals))
+                .map(|f| arm_frame(f.episode, &f.observation, &f.subgoals))
                 .collect::<Result<Vec<_>>>()?;
             render_arm(&arm_layout(&cfg.env), &frames, &out)?
         }
@@ -37,7 +37,7 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::Worm::new(worm.clone())?;
             let mut frames = Vec::new();
-            rollout(&mut env, policy.as_ref(), episodes, seed, |env, _| {
+            rollout(&mut env, policy.as_ref(), episodes, seed, |env, _, _| {
                 frames.push(WormFrameInput::new(env.outline()));
                 Ok(())
             })?;
@@ -91,23 +91,23 @@ fn arm_layout(env: &EnvConfig) -> ArmLayout {
     }
 }
 
-/// Runs `episodes` frozen-policy episodes, calling `frame` with the env and
-/// its observation before every step and after the last one.
+/// Runs `episodes` frozen-policy episodes, calling `frame` with the env, its
+/// observation and the episode index before every step and after the last one.
 fn rollout<E: Env>(
     env: &mut E,
     policy: &dyn Policy,
     episodes: usize,
     seed: u64,
-    mut frame: impl FnMut(&E, &[f32]) -> Result<()>,
+    mut frame: impl FnMut(&E, &[f32], usize) -> Result<()>,
 ) -> Result<()> {
     for episode in 0..episodes {
         let mut obs = env.reset(Some(seed + episode as u64));
         loop {
-            frame(env, &obs)?;
+            frame(env, &obs, episode)?;
             let step = env.step(&policy.act(&obs))?;
             obs = step.obs;
             if step.terminated || step.truncated {
-                frame(env, &obs)?;
+                frame(env, &obs, episode)?;
                 break;
             }
         }
@@ -124,15 +124,15 @@ fn arm_frames<E: Env>(
     seed: u64,
 ) -> Result<Vec<ArmFrameInput>> {
     let mut frames = Vec::new();
-    rollout(env, policy, episodes, seed, |_, obs| {
-        frames.push(arm_frame(obs, &[])?);
+    rollout(env, policy, episodes, seed, |_, obs, episode| {
+        frames.push(arm_frame(episode, obs, &[])?);
         Ok(())
     })?;
     Ok(frames)
 }
 
-/// An arm-task frame from an observation and the subgoals of a hierarchy.
-fn arm_frame(obs: &[f32], subgoals: &[Vec<f32>]) -> Result<ArmFrameInput> {
+/// An arm-task frame of `episode` from an observation and the subgoals of a hierarchy.
+fn arm_frame(episode: usize, obs: &[f32], subgoals: &[Vec<f32>]) -> Result<ArmFrameInput> {
     let view = ArmObs::new(obs)
         .ok_or_else(|| Error::Shape(format!("arm observation of length {}", obs.len())))?;
     let subgoals = subgoals
@@ -143,6 +143,7 @@ fn arm_frame(obs: &[f32], subgoals: &[Vec<f32>]) -> Result<ArmFrameInput> {
         })
         .collect::<Result<_>>()?;
     Ok(ArmFrameInput {
+        episode,
         gripper: view.gripper_position(),
         object: view.object_position(),
         goal: view.desired_goal(),

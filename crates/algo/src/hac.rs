@@ -1280,16 +1280,7 @@ impl<E: GoalEnv> Hac<E> {
     pub fn watch(&mut self, episodes: usize, seed: u64) -> Result<Vec<HacFrame>> {
         let mut frames = Vec::new();
         for i in 0..episodes {
-            let first = self.eval_env.reset(Some(seed.wrapping_add(i as u64)));
-            let outcome = Self::run(
-                &mut self.eval_env,
-                &first,
-                &self.models,
-                &self.config,
-                (&self.action_space, &self.subgoal_space),
-                None,
-                true,
-            )?;
+            let outcome = self.frozen_episode(seed.wrapping_add(i as u64), true)?;
             frames.extend(
                 outcome
                     .frames
@@ -1298,6 +1289,21 @@ impl<E: GoalEnv> Hac<E> {
             );
         }
         Ok(frames)
+    }
+
+    /// One episode on the evaluation env with every level deterministic,
+    /// no subgoal tests and nothing stored.
+    fn frozen_episode(&mut self, seed: u64, watched: bool) -> Result<RunOutcome> {
+        let first = self.eval_env.reset(Some(seed));
+        Self::run(
+            &mut self.eval_env,
+            &first,
+            &self.models,
+            &self.config,
+            (&self.action_space, &self.subgoal_space),
+            None,
+            watched,
+        )
     }
 }
 
@@ -1311,16 +1317,7 @@ impl<E: GoalEnv> Learner for Hac<E> {
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
         let (mut returns, mut lengths, mut successes) = (Vec::new(), Vec::new(), 0usize);
         for i in 0..episodes {
-            let first = self.eval_env.reset(Some(seed.wrapping_add(i as u64)));
-            let outcome = Self::run(
-                &mut self.eval_env,
-                &first,
-                &self.models,
-                &self.config,
-                (&self.action_space, &self.subgoal_space),
-                None,
-                false,
-            )?;
+            let outcome = self.frozen_episode(seed.wrapping_add(i as u64), false)?;
             returns.push(outcome.undiscounted);
             lengths.push(outcome.steps as f64);
             successes += usize::from(outcome.success);

@@ -37,6 +37,7 @@ fn main() -> shoal_core::Result<()> {
             let s = t as f32 / steps as f32;
             let push = (2.0 * s - 0.4).clamp(0.0, 1.0);
             ArmFrameInput {
+                episode: 0,
                 gripper: [
                     -0.05 + 0.17 * push,
                     0.05 * push,

@@ -19,7 +19,8 @@ pub const EVAL_FILE: &str = "eval.png";
 pub const EVAL_VS_WALL_FILE: &str = "eval_vs_wall.png";
 /// One panel per `losses/*` key.
 pub const LOSSES_FILE: &str = "losses.png";
-/// One panel per level of a hierarchical agent (`level0/…`, `level1/…`).
+/// Per level of a hierarchical agent (`level0/…`, `level1/…`): its losses
+/// and Q values, and its success rates.
 pub const LEVELS_FILE: &str = "levels.png";
 
 const RETURN_KEY: &str = "charts/episodic_return";
@@ -425,18 +426,31 @@ fn split_level_key(key: &str) -> Option<(u32, &str)> {
     Some((digits.parse().ok()?, name))
 }
 
+/// Per level: a panel of its losses and Q values and one of its success
+/// rates (0–1), so neither squashes the other. Counts (`buffer_…`) are left
+/// out: they only grow.
 fn level_panels(runs: &[RunData]) -> Vec<Panel> {
-    let mut by_level: BTreeMap<u32, Vec<(&str, &str)>> = BTreeMap::new();
+    let mut by_level: BTreeMap<(u32, bool), Vec<(&str, &str)>> = BTreeMap::new();
     for key in keys_where(runs, |key| split_level_key(key).is_some()) {
         if let Some((level, name)) = split_level_key(key) {
-            by_level.entry(level).or_default().push((key, name));
+            if name.contains("buffer") {
+                continue;
+            }
+            let rate = name.ends_with("success");
+            by_level.entry((level, rate)).or_default().push((key, name));
         }
     }
     let many = runs.len() > 1;
     by_level
         .into_iter()
-        .map(|(level, keys)| {
-            let mut panel = panel(format!("level {level}"), "episode", "");
+        .map(|((level, rate), keys)| {
+            let mut panel = if rate {
+                let mut panel = panel(format!("level {level}: success"), "episode", "rate");
+                panel.y_range = Some((-0.02, 1.02));
+                panel
+            } else {
+                panel(format!("level {level}: losses and Q"), "episode", "")
+            };
             for (run_index, run) in runs.iter().enumerate() {
                 for (key_index, (key, name)) in keys.iter().enumerate() {
                     let raw = extract(&run.records, "episode", key);
@@ -593,11 +607,12 @@ mod tests {
     }
 
     #[test]
-    fn level_keys_give_one_panel_per_level() {
+    fn level_keys_give_loss_and_success_panels_per_level() {
         let mut data = run("hac", None, None, 5);
         data.records.push(
             json!({"kind": "update", "episode": 5, "env_steps": 50, "wall_s": 5.0,
             "level0/losses/critic": 1.0, "level1/losses/critic": 2.0, "level1/losses/actor": 0.5,
+            "level1/subgoal_success": 0.4, "level1/buffer_transitions": 5000.0,
             "losses/policy": 0.1}),
         );
         let figures = build_figures(&[data]);
@@ -613,9 +628,17 @@ mod tests {
             ]
         );
         let levels = &figures[3].1;
-        assert_eq!(levels.panels.len(), 2);
-        assert_eq!(levels.panels[1].title, "level 1");
-        assert_eq!(levels.panels[1].lines.len(), 2);
+        let titles: Vec<&str> = levels.panels.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "level 0: losses and Q",
+                "level 1: losses and Q",
+                "level 1: success"
+            ]
+        );
+        assert_eq!(levels.panels[1].lines.len(), 2, "the count is not plotted");
+        assert_eq!(levels.panels[2].y_range, Some((-0.02, 1.02)));
     }
 
     #[test]

@@ -321,6 +321,11 @@ impl Trail {
         }
     }
 
+    /// Forgets every point (a new episode starts elsewhere).
+    pub fn clear(&mut self) {
+        self.points.clear();
+    }
+
     /// The points kept, oldest first.
     pub fn points(&self) -> &[[f32; 2]] {
         &self.points

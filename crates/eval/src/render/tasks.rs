@@ -364,6 +364,9 @@ impl Default for ArmLayout {
 /// The arm task at one step; positions are `[x, y, z]` centres, metres.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ArmFrameInput {
+    /// Which rollout episode the frame belongs to; the trails restart
+    /// when it changes.
+    pub episode: usize,
     /// Gripper centre.
     pub gripper: [f32; 3],
     /// Object (box or ball) centre: the achieved goal.
@@ -383,7 +386,9 @@ fn distance3(a: [f32; 3], b: [f32; 3]) -> f32 {
 /// sharing the x axis. Drawn: the table (grey), the goal's success ring
 /// (green), subgoals (hollow purple), the object's trail (orange) and the
 /// object (brown), and the gripper (red ring from above, red block from the
-/// side) with its last steps faint. Caption: `step t/T   object–goal d m`,
+/// side) with its last steps faint; the trails restart with each episode.
+/// Caption: `step t/T   object–goal d m` (after `episode e/E` when there are
+/// several),
 /// plus `goal reached` once within [`ArmLayout::goal_radius`].
 pub fn arm_scene(
     layout: &ArmLayout,
@@ -440,7 +445,18 @@ pub fn arm_scene(
     let mut gripper_side = Trail::bounded(GRIPPER_TRAIL_STEPS);
     let mut frames = Vec::with_capacity(steps.len());
     let mut next = 0;
+    let episodes = inputs.last().map_or(0, |i| i.episode + 1);
     for (step, input) in inputs.iter().enumerate() {
+        if step > 0 && inputs[step - 1].episode != input.episode {
+            for trail in [
+                &mut object_top,
+                &mut object_side,
+                &mut gripper_top,
+                &mut gripper_side,
+            ] {
+                trail.clear();
+            }
+        }
         let [ox, oy, oz] = input.object;
         let [gx, gy, gz] = input.gripper;
         object_top.push([ox, oy]);
@@ -457,9 +473,14 @@ pub fn arm_scene(
         } else {
             ""
         };
+        let episode = if episodes > 1 {
+            format!("episode {}/{episodes}   ", input.episode + 1)
+        } else {
+            String::new()
+        };
         let mut frame = Frame::new(
             format!(
-                "step {}/{}   object–goal {distance:.3} m{reached}",
+                "{episode}step {}/{}   object–goal {distance:.3} m{reached}",
                 step + 1,
                 inputs.len()
             ),

@@ -92,6 +92,7 @@ fn push(steps: usize) -> Vec<ArmFrameInput> {
         .map(|t| {
             let s = t as f32 / steps as f32;
             ArmFrameInput {
+                episode: 0,
                 gripper: [-0.06 + 0.15 * s, 0.02, 0.43],
                 object: [0.15 * s, 0.02, 0.425],
                 goal: [0.15, 0.0, 0.425],
@@ -218,6 +219,30 @@ fn arm_render_has_two_panels_and_marks_subgoals() {
     let (gif, _) = render_arm_with(&ball, &push(8), dir.path().join("ball.gif"), &options).unwrap();
     let (count, w, h, delays) = gif_frames(&gif);
     assert_eq!((count, w, h, delays[0]), (8, 640, 300, 10));
+}
+
+#[test]
+fn arm_trails_restart_with_each_episode() {
+    let mut inputs = push(10);
+    inputs.extend(push(6).into_iter().map(|i| ArmFrameInput { episode: 1, ..i }));
+    let (_, frames) = arm_scene(&ArmLayout::default(), &inputs, &RenderOptions::default());
+    let orange_points = |frame: &Frame| {
+        frame.views[0]
+            .shapes
+            .iter()
+            .find_map(|s| match s {
+                Shape::Polyline {
+                    points,
+                    colour: Rgb::ORANGE,
+                    ..
+                } => Some(points.len()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(orange_points(&frames[9]), 10);
+    assert_eq!(orange_points(&frames[15]), 6, "only the second episode's path");
+    assert!(frames[15].caption.starts_with("episode 2/2"));
 }
 
 #[test]

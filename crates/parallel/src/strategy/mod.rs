@@ -818,36 +818,23 @@ mod tests {
         }
 
         // The same for the pool, and a checkpoint of the wrong world size.
-        let pool = PoolConfig::default()
-            .iterations(2)
-            .episodes_per_iteration(1);
-        let restored = run_threads(2, |comm: &dyn Communicator| {
-            let mut learner = worker(comm.rank());
-            let resume = Resume {
-                memories: vec![vec![0; 4], 7.0f32.to_le_bytes().to_vec()],
-                ..Resume::default()
-            };
-            Pool::new(pool.clone().iterations(0)).resume(resume).run(
-                comm,
-                &mut learner,
-                &mut keep_going,
-            )?;
-            Ok(learner.memory.clone())
-        })
-        .unwrap();
-        assert_eq!(restored, vec![vec![0.0], vec![7.0]]);
-        let error = run_threads(2, |comm: &dyn Communicator| {
-            let mut learner = worker(comm.rank());
-            let resume = Resume {
-                memories: vec![Vec::new()],
-                ..Resume::default()
-            };
-            Pool::new(pool.clone())
-                .resume(resume)
-                .run(comm, &mut learner, &mut keep_going)
-        })
-        .unwrap_err()
-        .to_string();
+        let pool_resumed_with = |memories: Vec<Vec<u8>>| {
+            run_threads(2, |comm: &dyn Communicator| {
+                let mut learner = worker(comm.rank());
+                let resume = Resume {
+                    memories: memories.clone(),
+                    ..Resume::default()
+                };
+                let pool = PoolConfig::default().iterations(0);
+                Pool::new(pool)
+                    .resume(resume)
+                    .run(comm, &mut learner, &mut keep_going)?;
+                Ok(learner.memory.clone())
+            })
+        };
+        let restored = pool_resumed_with(vec![vec![0; 4], 7.0f32.to_le_bytes().to_vec()]);
+        assert_eq!(restored.unwrap(), vec![vec![0.0], vec![7.0]]);
+        let error = pool_resumed_with(vec![Vec::new()]).unwrap_err().to_string();
         assert!(
             error.contains("replay memories of 1 workers, the run has 2"),
             "{error}"
