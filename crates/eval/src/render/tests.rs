@@ -224,7 +224,11 @@ fn arm_render_has_two_panels_and_marks_subgoals() {
 #[test]
 fn arm_trails_restart_with_each_episode() {
     let mut inputs = push(10);
-    inputs.extend(push(6).into_iter().map(|i| ArmFrameInput { episode: 1, ..i }));
+    inputs.extend(
+        push(6)
+            .into_iter()
+            .map(|i| ArmFrameInput { episode: 1, ..i }),
+    );
     let (_, frames) = arm_scene(&ArmLayout::default(), &inputs, &RenderOptions::default());
     let orange_points = |frame: &Frame| {
         frame.views[0]
@@ -241,7 +245,11 @@ fn arm_trails_restart_with_each_episode() {
             .unwrap()
     };
     assert_eq!(orange_points(&frames[9]), 10);
-    assert_eq!(orange_points(&frames[15]), 6, "only the second episode's path");
+    assert_eq!(
+        orange_points(&frames[15]),
+        6,
+        "only the second episode's path"
+    );
     assert!(frames[15].caption.starts_with("episode 2/2"));
 }
 
