@@ -37,10 +37,16 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::Worm::new(worm.clone())?;
             let mut frames = Vec::new();
-            rollout(&mut env, policy.as_ref(), episodes, seed, |env, _, _| {
-                frames.push(WormFrameInput::new(env.outline()));
-                Ok(())
-            })?;
+            rollout(
+                &mut env,
+                policy.as_ref(),
+                episodes,
+                seed,
+                |env, _, episode| {
+                    frames.push(WormFrameInput::new(env.outline()).episode(episode));
+                    Ok(())
+                },
+            )?;
             render_worm(&frames, &out)?
         }
         (EnvConfig::ArmPush(push), _) => {

@@ -73,6 +73,9 @@ pub struct WormFrameInput {
     /// Centre of mass; `None` uses the mean of the link centres computed
     /// from the outline (exact for equal links).
     pub centre_of_mass: Option<[f32; 2]>,
+    /// Which rollout episode the frame belongs to; the trail and the
+    /// distance restart when it changes.
+    pub episode: usize,
 }
 
 impl WormFrameInput {
@@ -81,7 +84,15 @@ impl WormFrameInput {
         WormFrameInput {
             outline,
             centre_of_mass: None,
+            episode: 0,
         }
+    }
+
+    /// Sets the episode the frame belongs to.
+    #[must_use]
+    pub fn episode(mut self, episode: usize) -> Self {
+        self.episode = episode;
+        self
     }
 
     /// The centre of mass given or computed; `None` for an empty outline.
@@ -115,7 +126,8 @@ fn body_length(outline: &[[f32; 2]]) -> f32 {
 
 /// The worm rollout as a one-panel scene seen from above: body (blue, with
 /// dark joints), head (red), the centre of mass's trail (orange) from a
-/// grey start line, and the caption `step t/T   x-distance ±d m`.
+/// grey start line, and the caption `step t/T   x-distance ±d m` (after
+/// `episode e/E` when there are several; trail and start restart with each).
 ///
 /// The camera stays fixed on the whole trajectory when that is at most about
 /// twice the size of a window around the body; for longer swims it follows
@@ -158,7 +170,13 @@ pub fn worm_scene(inputs: &[WormFrameInput], options: &RenderOptions) -> (Scene,
     let mut trail = Trail::new();
     let mut frames = Vec::with_capacity(steps.len());
     let mut next = 0;
+    let episodes = inputs.last().map_or(0, |i| i.episode + 1);
+    let mut episode_start = start;
     for (step, (input, com)) in inputs.iter().zip(&coms).enumerate() {
+        if step > 0 && inputs[step - 1].episode != input.episode {
+            trail.clear();
+            episode_start = com.unwrap_or(start);
+        }
         if let Some(c) = com {
             trail.push(*c);
         }
@@ -166,10 +184,15 @@ pub fn worm_scene(inputs: &[WormFrameInput], options: &RenderOptions) -> (Scene,
             continue;
         }
         next += 1;
-        let distance = com.map_or(0.0, |c| c[0] - start[0]);
+        let distance = com.map_or(0.0, |c| c[0] - episode_start[0]);
+        let episode = if episodes > 1 {
+            format!("episode {}/{episodes}   ", input.episode + 1)
+        } else {
+            String::new()
+        };
         let mut frame = Frame::new(
             format!(
-                "step {}/{}   x-distance {distance:+.2} m",
+                "{episode}step {}/{}   x-distance {distance:+.2} m",
                 step + 1,
                 inputs.len()
             ),
@@ -185,7 +208,7 @@ pub fn worm_scene(inputs: &[WormFrameInput], options: &RenderOptions) -> (Scene,
         frame.draw(
             0,
             Shape::Polyline {
-                points: vec![[start[0], y0], [start[0], y1]],
+                points: vec![[episode_start[0], y0], [episode_start[0], y1]],
                 colour: Rgb::GREY,
                 width: 1,
             },
@@ -193,7 +216,10 @@ pub fn worm_scene(inputs: &[WormFrameInput], options: &RenderOptions) -> (Scene,
         frame.draw(
             0,
             Shape::Text {
-                at: [start[0] + 0.03 * length, camera.max[1] - 0.03 * length],
+                at: [
+                    episode_start[0] + 0.03 * length,
+                    camera.max[1] - 0.03 * length,
+                ],
                 text: "start".into(),
                 colour: Rgb::GREY,
                 size: 13,

@@ -221,6 +221,22 @@ fn arm_render_has_two_panels_and_marks_subgoals() {
     assert_eq!((count, w, h, delays[0]), (8, 640, 300, 10));
 }
 
+/// Points of the first orange polyline (a trail) in view 0.
+fn orange_points(frame: &Frame) -> usize {
+    frame.views[0]
+        .shapes
+        .iter()
+        .find_map(|s| match s {
+            Shape::Polyline {
+                points,
+                colour: Rgb::ORANGE,
+                ..
+            } => Some(points.len()),
+            _ => None,
+        })
+        .unwrap()
+}
+
 #[test]
 fn arm_trails_restart_with_each_episode() {
     let mut inputs = push(10);
@@ -230,20 +246,6 @@ fn arm_trails_restart_with_each_episode() {
             .map(|i| ArmFrameInput { episode: 1, ..i }),
     );
     let (_, frames) = arm_scene(&ArmLayout::default(), &inputs, &RenderOptions::default());
-    let orange_points = |frame: &Frame| {
-        frame.views[0]
-            .shapes
-            .iter()
-            .find_map(|s| match s {
-                Shape::Polyline {
-                    points,
-                    colour: Rgb::ORANGE,
-                    ..
-                } => Some(points.len()),
-                _ => None,
-            })
-            .unwrap()
-    };
     assert_eq!(orange_points(&frames[9]), 10);
     assert_eq!(
         orange_points(&frames[15]),
@@ -251,6 +253,25 @@ fn arm_trails_restart_with_each_episode() {
         "only the second episode's path"
     );
     assert!(frames[15].caption.starts_with("episode 2/2"));
+}
+
+#[test]
+fn worm_trail_and_distance_restart_with_each_episode() {
+    let mut inputs = swim(10, 0.1);
+    inputs.extend(swim(4, 0.1).into_iter().map(|i| i.episode(1)));
+    let (_, frames) = worm_scene(&inputs, &RenderOptions::default());
+    assert_eq!(orange_points(&frames[9]), 10);
+    assert_eq!(orange_points(&frames[13]), 4);
+    assert!(
+        frames[9].caption.contains("x-distance +0.90 m"),
+        "{}",
+        frames[9].caption
+    );
+    assert!(
+        frames[13].caption.starts_with("episode 2/2") && frames[13].caption.contains("+0.30 m"),
+        "{}",
+        frames[13].caption
+    );
 }
 
 #[test]
