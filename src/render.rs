@@ -10,7 +10,7 @@ use shoal_eval::{
 };
 
 use crate::config::{AlgoConfig, EnvConfig, RunConfig};
-use crate::train::{eval_seed, load_run_state, make_hac, make_learner};
+use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
 
 /// `shoal render`: rolls out the latest checkpoint's frozen policy for
 /// `episodes` episodes (on the evaluation seeds) and writes an animated GIF
@@ -49,15 +49,9 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             )?;
             render_worm(&frames, &out)?
         }
-        (EnvConfig::ArmPush(push), _) => {
+        (EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_), _) => {
             let policy = frozen_policy(&cfg, &state)?;
-            let mut env = shoal_env::ArmPush::new(push.clone())?;
-            let frames = arm_frames(&mut env, policy.as_ref(), episodes, seed)?;
-            render_arm(&arm_layout(&cfg.env), &frames, &out)?
-        }
-        (EnvConfig::BallToNet(ball), _) => {
-            let policy = frozen_policy(&cfg, &state)?;
-            let mut env = shoal_env::BallToNet::new(ball.clone())?;
+            let mut env = make_goal_env(&cfg.env)?;
             let frames = arm_frames(&mut env, policy.as_ref(), episodes, seed)?;
             render_arm(&arm_layout(&cfg.env), &frames, &out)?
         }

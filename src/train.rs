@@ -317,10 +317,14 @@ impl Recorder {
             seed: self.seed,
         };
         let state = learner.save_state();
-        let own = learner.save_memory();
+        // Rank 0's memory is among the gathered ones: serialise it only when alone.
+        let own;
         let memories = match worker_memories {
             Some(all) => all,
-            None => own.as_slice(),
+            None => {
+                own = learner.save_memory();
+                own.as_slice()
+            }
         };
         let mut writer = CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
             .blob(STATE_BLOB, &state[..])

@@ -185,11 +185,7 @@ pub fn worm_scene(inputs: &[WormFrameInput], options: &RenderOptions) -> (Scene,
         }
         next += 1;
         let distance = com.map_or(0.0, |c| c[0] - episode_start[0]);
-        let episode = if episodes > 1 {
-            format!("episode {}/{episodes}   ", input.episode + 1)
-        } else {
-            String::new()
-        };
+        let episode = episode_caption(input.episode, episodes);
         let mut frame = Frame::new(
             format!(
                 "{episode}step {}/{}   x-distance {distance:+.2} m",
@@ -404,6 +400,15 @@ pub struct ArmFrameInput {
     pub subgoals: Vec<[f32; 3]>,
 }
 
+/// `episode e/E   ` before a caption when a render holds several episodes.
+fn episode_caption(episode: usize, episodes: usize) -> String {
+    if episodes > 1 {
+        format!("episode {}/{episodes}   ", episode + 1)
+    } else {
+        String::new()
+    }
+}
+
 fn distance3(a: [f32; 3], b: [f32; 3]) -> f32 {
     ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
 }
@@ -499,11 +504,7 @@ pub fn arm_scene(
         } else {
             ""
         };
-        let episode = if episodes > 1 {
-            format!("episode {}/{episodes}   ", input.episode + 1)
-        } else {
-            String::new()
-        };
+        let episode = episode_caption(input.episode, episodes);
         let mut frame = Frame::new(
             format!(
                 "{episode}step {}/{}   object–goal {distance:.3} m{reached}",
