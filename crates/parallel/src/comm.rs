@@ -107,6 +107,26 @@ pub(crate) fn comm_error(message: impl Into<String>) -> Error {
     Error::Comm(message.into())
 }
 
+/// The most workers any backend starts: far beyond the scale shoal is
+/// measured at, and small enough that a typo (`--workers 30000`) is an
+/// error rather than an exhausted machine.
+pub const MAX_WORKERS: usize = 1024;
+
+/// Checks a requested worker count: at least 1, at most [`MAX_WORKERS`].
+pub(crate) fn check_workers(workers: usize) -> Result<()> {
+    if workers == 0 {
+        return Err(Error::Config(
+            "the number of workers must be at least 1, got 0".into(),
+        ));
+    }
+    if workers > MAX_WORKERS {
+        return Err(Error::Config(format!(
+            "{workers} workers requested; shoal runs at most {MAX_WORKERS} workers"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks that `root` names a rank of a world of `size`.
 pub(crate) fn check_root(root: usize, size: usize, op: &str) -> Result<()> {
     if root >= size {

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use shoal_core::{Error, Result};
 
-use crate::comm::Communicator;
+use crate::comm::{Communicator, check_workers};
 use crate::process::{ProcessConfig, launch_processes};
 use crate::threads::run_threads;
 
@@ -96,7 +96,8 @@ impl FromStr for Backend {
 ///   (MPI cannot otherwise release ranks blocked in a collective). Needs the
 ///   `mpi` cargo feature; without it this is an [`Error::Config`].
 ///
-/// `workers == 0` is an [`Error::Config`]. Call `launch` once per process:
+/// `workers == 0` or above [`MAX_WORKERS`](crate::MAX_WORKERS) is an
+/// [`Error::Config`]. Call `launch` once per process:
 /// a spawned worker serves exactly one run.
 ///
 /// # In a binary
@@ -127,14 +128,26 @@ where
     T: Send,
     F: Fn(&dyn Communicator) -> Result<T> + Sync,
 {
-    if workers == 0 {
-        return Err(Error::Config(
-            "the number of workers must be at least 1, got 0".into(),
-        ));
-    }
+    launch_with(backend, workers, &ProcessConfig::default(), body)
+}
+
+/// [`launch`] with the processes backend set up by `processes` (its
+/// [`timeout`](ProcessConfig::timeout) above all); the other backends
+/// ignore it.
+pub fn launch_with<T, F>(
+    backend: Backend,
+    workers: usize,
+    processes: &ProcessConfig,
+    body: F,
+) -> Result<Option<T>>
+where
+    T: Send,
+    F: Fn(&dyn Communicator) -> Result<T> + Sync,
+{
+    check_workers(workers)?;
     match backend {
         Backend::Threads => Ok(run_threads(workers, body)?.into_iter().next()),
-        Backend::Processes => launch_processes(workers, &ProcessConfig::default(), body),
+        Backend::Processes => launch_processes(workers, processes, body),
         Backend::Mpi => launch_mpi(workers, body),
     }
 }

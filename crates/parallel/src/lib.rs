@@ -159,13 +159,13 @@ pub mod testing;
 mod testutil;
 mod threads;
 
-pub use comm::{CommReducer, Communicator};
-pub use launch::{Backend, launch};
+pub use comm::{CommReducer, Communicator, MAX_WORKERS};
+pub use launch::{Backend, launch, launch_with};
 #[cfg(feature = "mpi")]
 pub use mpi_backend::MpiComm;
 pub use process::{
-    COORDINATOR_PID_VAR, COORDINATOR_VAR, ProcessComm, ProcessConfig, RANK_VAR, TOKEN_VAR,
-    WORLD_SIZE_VAR, is_worker_process, launch_processes, run_processes,
+    COORDINATOR_PID_VAR, COORDINATOR_VAR, ProcessComm, ProcessConfig, RANK_VAR, TIMEOUT_VAR,
+    TOKEN_VAR, WORLD_SIZE_VAR, is_worker_process, launch_processes, run_processes,
 };
 pub use strategy::averaging::{AveragingConfig, GradientAveraging};
 pub use strategy::gather::{GatherConfig, RolloutGather};

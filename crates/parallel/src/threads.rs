@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use shoal_core::{Error, Result};
 
 use crate::collective::{Contribution, Outcome, combine};
-use crate::comm::{Communicator, check_root, comm_error};
+use crate::comm::{Communicator, check_root, check_workers, comm_error};
 
 /// Runs `body` on `workers` threads, one per rank, each with its own
 /// [`ThreadComm`], and returns every rank's result in rank order.
@@ -33,21 +33,34 @@ where
     T: Send,
     F: Fn(&dyn Communicator) -> Result<T> + Sync,
 {
-    if workers == 0 {
-        return Err(Error::Config(
-            "the number of workers must be at least 1, got 0".into(),
-        ));
-    }
+    run_threads_built(workers, |_| std::thread::Builder::new(), body)
+}
+
+/// [`run_threads`] with each worker thread made from `builder(rank)` (tests
+/// use it to make a spawn fail).
+fn run_threads_built<T, F, B>(workers: usize, builder: B, body: F) -> Result<Vec<T>>
+where
+    T: Send,
+    F: Fn(&dyn Communicator) -> Result<T> + Sync,
+    B: Fn(usize) -> std::thread::Builder,
+{
+    check_workers(workers)?;
     let hub = Arc::new(Hub::new(workers));
     let body = &body;
     let outcomes: Vec<RankOutcome<T>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..workers)
             .map(|rank| {
-                let hub = Arc::clone(&hub);
-                std::thread::Builder::new()
+                let thread_hub = Arc::clone(&hub);
+                let spawned = builder(rank)
                     .name(format!("shoal-rank-{rank}"))
-                    .spawn_scoped(scope, move || run_rank(hub, rank, body))
-                    .map_err(|e| Error::io(format!("cannot start the thread of rank {rank}"), e))
+                    .spawn_scoped(scope, move || run_rank(thread_hub, rank, body))
+                    .map_err(|e| Error::io(format!("cannot start the thread of rank {rank}"), e));
+                if spawned.is_err() {
+                    // A rank that never started has departed: its peers must
+                    // fail their next collective, not wait for it forever.
+                    hub.depart(rank);
+                }
+                spawned
             })
             .collect();
         let mut outcomes = vec![run_rank(Arc::clone(&hub), 0, body)];
@@ -120,10 +133,7 @@ struct Departure<'a>(&'a ThreadComm);
 
 impl Drop for Departure<'_> {
     fn drop(&mut self) {
-        let comm = self.0;
-        let mut state = comm.hub.lock();
-        state.departed[comm.rank] = true;
-        comm.hub.wake.notify_all();
+        self.0.hub.depart(self.0.rank);
     }
 }
 
@@ -169,6 +179,13 @@ impl Hub {
             }),
             wake: Condvar::new(),
         }
+    }
+
+    /// Marks `rank` as gone and wakes every rank waiting for it.
+    fn depart(&self, rank: usize) {
+        let mut state = self.lock();
+        state.departed[rank] = true;
+        self.wake.notify_all();
     }
 
     fn lock(&self) -> MutexGuard<'_, HubState> {
@@ -342,6 +359,39 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.to_string(), "invalid configuration: rank 2 gave up");
+    }
+
+    #[test]
+    fn a_rank_whose_thread_cannot_start_is_reported_instead_of_hanging() {
+        // No machine has an address space this large: rank 2's spawn fails.
+        let impossible_stack = |rank: usize| {
+            let builder = std::thread::Builder::new();
+            if rank == 2 {
+                builder.stack_size(usize::MAX / 2)
+            } else {
+                builder
+            }
+        };
+        let result = crate::testutil::within(std::time::Duration::from_secs(60), move || {
+            run_threads_built(3, impossible_stack, |comm: &dyn Communicator| {
+                comm.barrier()
+            })
+        });
+        let err = result.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("cannot start the thread of rank 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn more_workers_than_the_limit_is_a_config_error() {
+        let err = run_threads(crate::MAX_WORKERS + 1, |_: &dyn Communicator| Ok(())).unwrap_err();
+        let Error::Config(message) = err else {
+            panic!("not a config error: {err}")
+        };
+        assert!(message.contains("at most 1024 workers"), "{message}");
     }
 
     #[test]
