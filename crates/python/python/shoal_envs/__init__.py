@@ -1,0 +1,66 @@
+"""shoal's environments as Gymnasium environments, simulated in Rust.
+
+Importing this package registers ``shoal/Worm-v0``, ``shoal/ArmPush-v0`` and
+``shoal/BallToNet-v0`` with Gymnasium::
+
+    import gymnasium as gym
+    import shoal_envs
+
+    env = gym.make("shoal/ArmPush-v0", render_mode="rgb_array")
+    obs, info = env.reset(seed=0)
+
+``gym.make("shoal_envs:shoal/Worm-v0")`` imports the package itself. The
+raw Rust envs (``Worm``, ``ArmPush``, ``BallToNet``) and their configs are
+re-exported here too.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+from shoal_envs._core import (
+    ArmPush,
+    ArmPushConfig,
+    BallToNet,
+    BallToNetConfig,
+    Worm,
+    WormConfig,
+)
+from shoal_envs.envs import ArmPushEnv, BallToNetEnv, WormEnv
+
+__all__ = [
+    "ArmPush",
+    "ArmPushConfig",
+    "ArmPushEnv",
+    "BallToNet",
+    "BallToNetConfig",
+    "BallToNetEnv",
+    "Worm",
+    "WormConfig",
+    "WormEnv",
+    "register_envs",
+]
+
+__version__ = "0.1.0"
+
+# id → (entry point, config class whose default episode length Gymnasium's
+# TimeLimit uses).
+_ENVS = {
+    "shoal/Worm-v0": ("shoal_envs.envs:make_worm", WormConfig),
+    "shoal/ArmPush-v0": ("shoal_envs.envs:make_arm_push", ArmPushConfig),
+    "shoal/BallToNet-v0": ("shoal_envs.envs:make_ball_to_net", BallToNetConfig),
+}
+
+
+def register_envs() -> None:
+    """Registers the shoal ids with Gymnasium (done on import; repeat calls do nothing)."""
+    for env_id, (entry_point, config) in _ENVS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(
+                id=env_id,
+                entry_point=entry_point,
+                max_episode_steps=config().max_episode_steps,
+            )
+
+
+register_envs()

@@ -1,0 +1,141 @@
+"""Type stubs of the Rust extension ``shoal_envs._core``: shoal's envs stepped directly."""
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+_F32 = npt.NDArray[np.float32]
+_GoalObs = dict[str, _F32]  # keys: observation, achieved_goal, desired_goal
+
+class WormConfig:
+    """Settings of the worm (Rust ``WormConfig``); keyword arguments override the defaults."""
+
+    links: int
+    link_length: float
+    link_radius: float
+    density: float
+    drag_tangential: float
+    drag_normal: float
+    max_joint_angle: float
+    motor_stiffness: float
+    motor_damping: float
+    motor_max_torque: float
+    control_dt: float
+    substeps: int
+    solver_iterations: int
+    pgs_iterations: int
+    ctrl_cost_weight: float
+    max_episode_steps: int
+    reset_noise_scale: float
+    clip_actions: bool
+    def __init__(self, **kwargs: Any) -> None: ...
+    def replace(self, **kwargs: Any) -> WormConfig: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class _ArmSettings:
+    """The settings both arm tasks share (Rust ``ArmConfig``), readable by their bare names."""
+
+    arm: dict[str, Any]
+    max_episode_steps: int
+    distance_threshold: float
+    terminate_on_success: bool
+    clip_actions: bool
+    max_gripper_step: float
+    max_finger_step: float
+    control_dt: float
+    substeps: int
+    solver_iterations: int
+    table_height: float
+    table_half_extents: list[float]
+    table_friction: float
+    gripper: dict[str, Any]
+    gripper_friction: float
+    gripper_start: list[float]
+    gripper_max_height: float
+
+class ArmPushConfig(_ArmSettings):
+    """Settings of the arm push task (Rust ``ArmPushConfig``)."""
+
+    box_half_size: float
+    box_mass: float
+    box_friction: float
+    object_range: float
+    goal_range: float
+    min_object_gripper_distance: float
+    def __init__(self, **kwargs: Any) -> None: ...
+    def replace(self, **kwargs: Any) -> ArmPushConfig: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class BallToNetConfig(_ArmSettings):
+    """Settings of the ball-to-net task (Rust ``BallToNetConfig``)."""
+
+    ball_radius: float
+    ball_mass: float
+    ball_friction: float
+    ball_restitution: float
+    ball_damping: float
+    ball_start_center: list[float]
+    ball_start_half_extents: list[float]
+    net_distance: list[float]
+    net_lateral: float
+    net_half_width: float
+    net_wall_height: float
+    def __init__(self, **kwargs: Any) -> None: ...
+    def replace(self, **kwargs: Any) -> BallToNetConfig: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class Worm:
+    """The Rust worm. ``step`` takes a 1-D float32 array; errors raise ValueError / RuntimeError."""
+
+    def __init__(self, config: WormConfig | None = None, *, render: bool = False) -> None: ...
+    @property
+    def config(self) -> WormConfig: ...
+    @property
+    def action_low(self) -> _F32: ...
+    @property
+    def action_high(self) -> _F32: ...
+    @property
+    def observation_dim(self) -> int: ...
+    @property
+    def x_position(self) -> float: ...
+    @property
+    def closed(self) -> bool: ...
+    def reset(self, seed: int | None = None) -> _F32: ...
+    def step(self, action: _F32) -> tuple[_F32, float, bool, bool, dict[str, float]]: ...
+    def render(self) -> npt.NDArray[np.uint8]: ...
+    def close(self) -> None: ...
+
+class _GoalTask:
+    @property
+    def action_low(self) -> _F32: ...
+    @property
+    def action_high(self) -> _F32: ...
+    @property
+    def observation_dim(self) -> int: ...
+    @property
+    def goal_dim(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def reset(self, seed: int | None = None) -> _GoalObs: ...
+    def step(self, action: _F32) -> tuple[_GoalObs, float, bool, bool, dict[str, float]]: ...
+    def compute_rewards(self, achieved: _F32, desired: _F32) -> _F32: ...
+    def render(self) -> npt.NDArray[np.uint8]: ...
+    def close(self) -> None: ...
+
+class ArmPush(_GoalTask):
+    """The Rust arm push task."""
+
+    def __init__(self, config: ArmPushConfig | None = None, *, render: bool = False) -> None: ...
+    @property
+    def config(self) -> ArmPushConfig: ...
+
+class BallToNet(_GoalTask):
+    """The Rust ball-to-net task."""
+
+    def __init__(self, config: BallToNetConfig | None = None, *, render: bool = False) -> None: ...
+    @property
+    def config(self) -> BallToNetConfig: ...

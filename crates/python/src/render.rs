@@ -1,0 +1,144 @@
+//! `render_mode="rgb_array"`: the current state drawn by shoal-eval's renderer as RGB pixels.
+//!
+//! An env that renders records one frame input per reset and step (the
+//! trails need the episode so far) and, when asked for a picture, has
+//! shoal-eval draw the scene's last frame. shoal-eval's public entry point
+//! writes pictures to files, so the frame goes through a PNG in the
+//! temporary directory and is decoded back; a frame is a few milliseconds
+//! either way.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use shoal_core::{Error, Result};
+use shoal_env::arm::{ArmConfig, ArmObs, GripperShape};
+use shoal_eval::{
+    ArmFrameInput, ArmLayout, ArmObject, RenderOptions, WormFrameInput, arm_scene, render_gif,
+    worm_scene,
+};
+
+/// An RGB picture, row-major, 3 bytes per pixel.
+pub struct Image {
+    /// Height in pixels.
+    pub height: usize,
+    /// Width in pixels.
+    pub width: usize,
+    /// `height · width · 3` bytes.
+    pub rgb: Vec<u8>,
+}
+
+/// The frames of the current episode.
+pub enum Recording {
+    /// Worm outlines (head tip, joints, tail tip), one per step.
+    Worm(Vec<WormFrameInput>),
+    /// Gripper, object and goal positions of an arm task.
+    Arm {
+        /// What stays fixed: table, object shape, goal ring, gripper.
+        layout: ArmLayout,
+        /// One per step.
+        frames: Vec<ArmFrameInput>,
+    },
+}
+
+impl Recording {
+    /// Forgets the episode so far (on reset).
+    pub fn clear(&mut self) {
+        match self {
+            Recording::Worm(frames) => frames.clear(),
+            Recording::Arm { frames, .. } => frames.clear(),
+        }
+    }
+
+    /// Records a worm outline.
+    pub fn push_worm(&mut self, outline: Vec<[f32; 2]>) {
+        if let Recording::Worm(frames) = self {
+            frames.push(WormFrameInput::new(outline));
+        }
+    }
+
+    /// Records an arm task's state, read from its flat observation.
+    pub fn push_arm(&mut self, obs: &[f32]) {
+        if let (Recording::Arm { frames, .. }, Some(view)) = (self, ArmObs::new(obs)) {
+            frames.push(ArmFrameInput {
+                episode: 0,
+                gripper: view.gripper_position(),
+                object: view.object_position(),
+                goal: view.desired_goal(),
+                subgoals: Vec::new(),
+            });
+        }
+    }
+
+    /// The latest recorded state with the episode's trails.
+    pub fn draw(&self) -> Result<Image> {
+        // One frame drawn: the last step, with trails through every step.
+        let options = RenderOptions {
+            max_frames: 1,
+            ..RenderOptions::default()
+        };
+        let (scene, frames) = match self {
+            Recording::Worm(inputs) => worm_scene(inputs, &options),
+            Recording::Arm { layout, frames } => arm_scene(layout, frames, &options),
+        };
+        let Some(last) = frames.last() else {
+            return Err(Error::NeedsReset);
+        };
+        let (gif, png) = scratch_paths();
+        let drawn = render_gif(&scene, std::slice::from_ref(last), &gif, &png, options.fps)
+            .and_then(|()| {
+                std::fs::read(&png).map_err(|e| Error::io(png.display().to_string(), e))
+            });
+        // The files are scratch: remove them whatever happened.
+        let _ = std::fs::remove_file(&gif);
+        let _ = std::fs::remove_file(&png);
+        decode_png(&drawn?).map_err(|reason| Error::file(&png, reason))
+    }
+}
+
+/// How an arm task's scene is drawn, from its settings.
+pub fn arm_layout(arm: &ArmConfig, object: ArmObject) -> ArmLayout {
+    let (gripper_radius, gripper_half_height) = match arm.gripper {
+        GripperShape::Block {
+            half_extents: [x, y, z],
+        } => (x.max(y), z),
+        GripperShape::Cylinder {
+            radius,
+            half_height,
+        } => (radius, half_height),
+    };
+    ArmLayout {
+        table_half_extents: arm.table_half_extents,
+        table_height: arm.table_height,
+        object,
+        goal_radius: arm.distance_threshold,
+        gripper_radius,
+        gripper_half_height,
+    }
+}
+
+/// A GIF and a PNG path in the temporary directory no other render uses.
+fn scratch_paths() -> (PathBuf, PathBuf) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let stem = std::env::temp_dir().join(format!("shoal-envs-frame-{}-{n}", std::process::id()));
+    (stem.with_extension("gif"), stem.with_extension("png"))
+}
+
+fn decode_png(bytes: &[u8]) -> std::result::Result<Image, String> {
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
+    let mut rgb = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut rgb).map_err(|e| e.to_string())?;
+    if info.color_type != png::ColorType::Rgb || info.bit_depth != png::BitDepth::Eight {
+        return Err(format!(
+            "expected an 8-bit RGB frame, got {:?} at {:?}",
+            info.color_type, info.bit_depth
+        ));
+    }
+    rgb.truncate(info.buffer_size());
+    Ok(Image {
+        height: info.height as usize,
+        width: info.width as usize,
+        rgb,
+    })
+}
