@@ -27,19 +27,36 @@ pub fn override_config<C: Serialize + DeserializeOwned>(
     base: &C,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<C> {
-    let mut value = to_json(base);
-    let fields = value
-        .as_object_mut()
-        .expect("shoal configs serialise to JSON objects");
+    let base = to_json(base);
+    let mut given = Vec::new();
     if let Some(kwargs) = kwargs {
         for (key, py_value) in kwargs.iter() {
             let key: String = key.extract()?;
-            let new = from_py(&py_value)
+            let value = from_py(&py_value)
                 .map_err(|reason| PyValueError::new_err(format!("{task}: {key}: {reason}")))?;
-            set_field(task, fields, &key, new)?;
+            given.push((key, value));
         }
     }
-    serde_json::from_value(value).map_err(|e| PyValueError::new_err(format!("{task}: {e}")))
+    let with = |overrides: &[(String, Value)]| -> PyResult<Value> {
+        let mut value = base.clone();
+        let fields = value
+            .as_object_mut()
+            .expect("shoal configs serialise to JSON objects");
+        for (key, new) in overrides {
+            set_field(task, fields, key, new.clone())?;
+        }
+        Ok(value)
+    };
+    serde_json::from_value(with(&given)?).map_err(|e| {
+        // serde names no field; find the keyword that does not fit on its own.
+        let culprit = given.iter().find(|one| {
+            with(std::slice::from_ref(one)).is_ok_and(|v| serde_json::from_value::<C>(v).is_err())
+        });
+        match culprit {
+            Some((key, _)) => PyValueError::new_err(format!("{task}: {key}: {e}")),
+            None => PyValueError::new_err(format!("{task}: {e}")),
+        }
+    })
 }
 
 /// Sets `key` among `fields` or, failing that, among the nested `arm`
@@ -137,10 +154,7 @@ fn from_py(value: &Bound<'_, PyAny>) -> Result<Value, String> {
 }
 
 fn is_ndarray(value: &Bound<'_, PyAny>) -> bool {
-    value
-        .get_type()
-        .name()
-        .is_ok_and(|name| name == "ndarray")
+    value.get_type().name().is_ok_and(|name| name == "ndarray")
 }
 
 /// JSON as the equivalent Python value (objects become dicts).

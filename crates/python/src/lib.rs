@@ -223,6 +223,11 @@ impl<T: Task> Inner<T> {
         let recording = self.recording.as_ref().ok_or_else(|| {
             PyRuntimeError::new_err("this env was made without render=True; it has nothing to draw")
         })?;
+        if recording.is_empty() {
+            return Err(PyRuntimeError::new_err(
+                "nothing to render before the first reset",
+            ));
+        }
         let image = py.detach(|| recording.draw()).map_err(to_py_err)?;
         Ok(PyArray1::from_vec(py, image.rgb)
             .reshape([image.height, image.width, 3])?

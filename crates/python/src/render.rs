@@ -49,6 +49,14 @@ impl Recording {
         }
     }
 
+    /// Whether nothing was recorded yet (no reset since the env was made).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Recording::Worm(frames) => frames.is_empty(),
+            Recording::Arm { frames, .. } => frames.is_empty(),
+        }
+    }
+
     /// Records a worm outline.
     pub fn push_worm(&mut self, outline: Vec<[f32; 2]>) {
         if let Recording::Worm(frames) = self {

@@ -1,0 +1,107 @@
+"""Registration, keyword arguments, episode limits and rendering."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import shoal_envs
+from conftest import ENV_IDS
+
+
+def test_ids_are_registered_on_import_with_default_limits():
+    assert gym.spec("shoal/Worm-v0").max_episode_steps == 1000
+    assert gym.spec("shoal/ArmPush-v0").max_episode_steps == 50
+    assert gym.spec("shoal/BallToNet-v0").max_episode_steps == 50
+
+
+def test_worm_kwargs_reach_the_rust_config():
+    env = gym.make("shoal/Worm-v0", links=5, drag_normal=40.0)
+    assert env.observation_space.shape == (12,)
+    assert env.action_space.shape == (4,)
+    config = env.unwrapped.config
+    assert config.links == 5 and config.drag_normal == 40.0
+    assert config == shoal_envs.WormConfig(links=5, drag_normal=40.0, max_episode_steps=config.max_episode_steps)
+
+
+def test_arm_kwargs_take_bare_and_nested_names():
+    env = gym.make("shoal/ArmPush-v0", distance_threshold=0.04, arm={"substeps": 2}, box_mass=2.0)
+    config = env.unwrapped.config
+    assert (config.distance_threshold, config.substeps, config.box_mass) == (0.04, 2, 2.0)
+    assert config.to_dict()["arm"]["substeps"] == 2
+
+
+def test_make_max_episode_steps_truncates_there():
+    # gymnasium.make keeps max_episode_steps for its TimeLimit; the Rust
+    # env's own limit is lifted, so a limit above the default works too.
+    for limit in (7, 1200):
+        env = gym.make("shoal/Worm-v0", max_episode_steps=limit)
+        env.reset(seed=0)
+        for k in range(1, limit + 1):
+            *_, truncated, _ = env.step(np.zeros(2, dtype=np.float32))
+            assert truncated == (k == limit)
+
+
+def test_direct_construction_truncates_in_rust():
+    env = shoal_envs.ArmPushEnv(max_episode_steps=3, terminate_on_success=False)
+    env.reset(seed=0)
+    flags = [env.step(np.zeros(4, dtype=np.float32))[3] for _ in range(3)]
+    assert flags == [False, False, True]
+
+
+@pytest.mark.parametrize("env_id,shape", [
+    ("shoal/Worm-v0", (432, 720, 3)),
+    ("shoal/ArmPush-v0", (440, 1000, 3)),
+    ("shoal/BallToNet-v0", (440, 1000, 3)),
+])
+def test_rgb_array_frames_show_the_state(env_id, shape):
+    env = gym.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    first = env.render()
+    assert first.shape == shape and first.dtype == np.uint8
+    assert len(np.unique(first.reshape(-1, 3), axis=0)) > 3  # not a blank picture
+    for _ in range(5):
+        env.step(np.ones(env.action_space.shape, dtype=np.float32))
+    assert not np.array_equal(env.render(), first)
+    assert env.metadata["render_fps"] == 25
+
+
+def test_render_before_reset_is_an_error():
+    env = shoal_envs.WormEnv(render_mode="rgb_array")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.render()
+
+
+def test_type_stubs_name_what_the_extension_has():
+    import ast
+    from pathlib import Path
+
+    from shoal_envs import _core
+
+    stub = ast.parse((Path(shoal_envs.__file__).parent / "_core.pyi").read_text())
+    classes = {node.name: node for node in stub.body if isinstance(node, ast.ClassDef)}
+    instances = {
+        "WormConfig": _core.WormConfig(),
+        "ArmPushConfig": _core.ArmPushConfig(),
+        "BallToNetConfig": _core.BallToNetConfig(),
+        "Worm": _core.Worm(),
+        "ArmPush": _core.ArmPush(),
+        "BallToNet": _core.BallToNet(),
+    }
+    assert set(instances) <= set(classes)
+    for name, instance in instances.items():
+        nodes = [classes[name]] + [classes[b.id] for b in classes[name].bases if b.id in classes]
+        members = {
+            getattr(item, "name", None) or getattr(getattr(item, "target", None), "id", None)
+            for node in nodes
+            for item in node.body
+        } - {None, "__init__", "__eq__"}
+        missing = [m for m in members if not hasattr(instance, m)]
+        assert missing == [], f"{name}: stub names {missing}, the extension has no such member"
+    # And every config field is in the stub.
+    for name in ("WormConfig", "ArmPushConfig", "BallToNetConfig"):
+        fields = set(instances[name].to_dict()) | set(instances[name].to_dict().get("arm", {}))
+        nodes = [classes[name]] + [classes[b.id] for b in classes[name].bases if b.id in classes]
+        stubbed = {item.target.id for node in nodes for item in node.body if isinstance(item, ast.AnnAssign)}
+        assert fields <= stubbed, f"{name}: fields missing from the stub: {fields - stubbed}"
