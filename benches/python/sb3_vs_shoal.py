@@ -1,0 +1,320 @@
+"""Stable-Baselines3 and shoal trained side by side on the same tasks, same machine.
+
+Run by hand (not in CI), in a virtual environment of its own:
+
+    python3 -m venv /tmp/bench && . /tmp/bench/bin/activate
+    pip install ./crates/python stable-baselines3      # pulls torch (CPU is used)
+    cargo build --release                              # target/release/shoal
+
+    # Arm push: SB3 DDPG + HerReplayBuffer against `shoal train push-ddpg-her`
+    python benches/python/sb3_vs_shoal.py push --seeds 0 1 2 --episodes 6000 \\
+        --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
+    # Worm: SB3 TD3 (or --algo ppo) with RL Zoo's Swimmer settings against
+    # `shoal train worm-reinforce`
+    python benches/python/sb3_vs_shoal.py worm --seeds 0 1 2 --env-steps 1000000 \\
+        --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
+
+Every run writes ``<out>/<task>/<runner>-seed<N>.jsonl``: one record per
+evaluation with ``env_steps``, ``wall_s`` (since the start of training,
+evaluations included, as shoal's own ``wall_s``), ``eval_return_mean`` and
+``eval_success_rate``; ``summary.md`` then tabulates, per runner and seed,
+the env steps and wall time to the target (success 0.9 on push; on the
+worm, return 200) and the training throughput in env steps/s. Both
+runners get the same CPU cores (``--cores``); torch runs one thread
+(``--threads``), as shoal's single learner does.
+
+SB3 DDPG + HER is set up with push-ddpg-her's values (shoal's ``DdpgConfig``
+defaults, OpenAI baselines' HER): actor and critic 3 × 256, Adam 1e-3,
+batch 256, γ 0.98, τ = 1 − polyak = 0.05, buffer 10⁶, HER ``future`` with
+k = 4, Gaussian noise 0.2, a uniformly random action with probability 0.3,
+and 40 gradient steps after every 2 episodes (20 per episode, as shoal);
+observations and goals normalised and clipped to ±5 (``VecNormalize``, as
+shoal's normalisers). What SB3's DDPG lacks and shoal has: the actor's
+action L2 penalty (1.0), critic targets clipped to [−1/(1−γ), 0], and
+relabelled transitions that reach their goal marked terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import shoal_envs  # noqa: F401  (registers shoal/ ids)
+
+PUSH_TARGET_SUCCESS = 0.9
+WORM_TARGET_RETURN = 200.0
+
+
+# --------------------------------------------------------------- SB3 ----
+
+def sb3_push(seed: int, episodes: int, eval_every: int, eval_episodes: int, log) -> None:
+    """SB3 DDPG + HerReplayBuffer on shoal/ArmPush-v0 with push-ddpg-her's hyperparameters."""
+    import torch
+    from stable_baselines3 import DDPG, HerReplayBuffer
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.noise import NormalActionNoise
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    class RandomEpsDDPG(DDPG):
+        """DDPG whose behaviour action is uniformly random with probability
+        ``random_eps`` (baselines' ``random_eps``; SB3 has no such option)."""
+
+        random_eps = 0.3
+
+        def _sample_action(self, learning_starts, action_noise=None, n_envs=1):
+            action, buffer_action = super()._sample_action(learning_starts, action_noise, n_envs)
+            replace = np.random.random(n_envs) < self.random_eps
+            if replace.any():
+                uniform = np.array([self.action_space.sample() for _ in range(n_envs)])
+                action[replace] = uniform[replace]
+                buffer_action[replace] = self.policy.scale_action(uniform[replace])
+            return action, buffer_action
+
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    env = VecNormalize(
+        DummyVecEnv([lambda: Monitor(gym.make("shoal/ArmPush-v0"), info_keywords=("is_success",))]),
+        norm_obs=True, norm_reward=False, clip_obs=5.0, gamma=0.98,
+    )
+    env.seed(seed)
+    model = RandomEpsDDPG(
+        "MultiInputPolicy",
+        env,
+        learning_rate=1e-3,
+        buffer_size=1_000_000,
+        learning_starts=0,
+        batch_size=256,
+        tau=0.05,
+        gamma=0.98,
+        train_freq=(2, "episode"),
+        gradient_steps=40,
+        action_noise=NormalActionNoise(np.zeros(4), 0.2 * np.ones(4)),
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+        policy_kwargs=dict(net_arch=[256, 256, 256]),
+        seed=seed,
+        device="cpu",
+    )
+    eval_env = VecNormalize(
+        DummyVecEnv([lambda: gym.make("shoal/ArmPush-v0")]),
+        norm_obs=True, norm_reward=False, clip_obs=5.0, training=False,
+    )
+    _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log)
+
+
+def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_episodes: int, log) -> None:
+    """SB3 TD3 or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0."""
+    import torch
+    from stable_baselines3 import PPO, TD3
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.noise import NormalActionNoise
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    torch.manual_seed(seed)
+    eval_env = DummyVecEnv([lambda: gym.make("shoal/Worm-v0")])
+    if algo == "td3":
+        # rl-baselines3-zoo hyperparams/td3.yml, Swimmer-v4 (mujoco defaults, gamma 0.9999).
+        env = DummyVecEnv([lambda: Monitor(gym.make("shoal/Worm-v0"))])
+        model = TD3(
+            "MlpPolicy", env, learning_starts=10_000, learning_rate=1e-3, batch_size=256,
+            train_freq=1, gradient_steps=1, gamma=0.9999,
+            action_noise=NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)),
+            policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu",
+        )
+    else:
+        # rl-baselines3-zoo hyperparams/ppo.yml, Swimmer-v4: normalize, 4 envs.
+        env = VecNormalize(
+            DummyVecEnv([lambda: Monitor(gym.make("shoal/Worm-v0")) for _ in range(4)]), gamma=0.9999
+        )
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+        model = PPO(
+            "MlpPolicy", env, gamma=0.9999, n_steps=1024, batch_size=256, learning_rate=6e-4,
+            gae_lambda=0.98, seed=seed, device="cpu",
+        )
+    env.seed(seed)
+    # Worm episodes are 1000 steps: evaluate every eval_every_steps.
+    _learn(model, env, eval_env, None, eval_every_steps, eval_episodes, seed, log, env_steps=env_steps)
+
+
+def _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log, env_steps=None) -> None:
+    """Trains ``model``, evaluating its deterministic policy every ``eval_every``
+    episodes (``episodes`` budget) or env steps (``env_steps`` budget)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    start = time.perf_counter()
+
+    def evaluate(env_steps_now: int, episodes_now: int) -> None:
+        if isinstance(env, VecNormalize):
+            eval_env.obs_rms = env.obs_rms
+        returns, successes = [], []
+        eval_env.seed(10_000 + seed)  # evaluation episodes of their own
+        obs = eval_env.reset()
+        while len(returns) < eval_episodes:
+            ret, done = 0.0, False
+            while not done:
+                action, _ = model.predict(obs, deterministic=True)
+                obs, reward, dones, infos = eval_env.step(action)
+                ret += float(reward[0])
+                done = bool(dones[0])
+            returns.append(ret)
+            successes.append(float(infos[0].get("is_success", np.nan)))
+        log({
+            "env_steps": env_steps_now,
+            "episodes": episodes_now,
+            "wall_s": time.perf_counter() - start,
+            "eval_return_mean": statistics.fmean(returns),
+            "eval_success_rate": None if np.isnan(successes).any() else statistics.fmean(successes),
+        })
+
+    class Every(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.episodes = 0
+            self.evaluated_at = 0
+
+        def progress(self) -> int:
+            return self.episodes if env_steps is None else self.num_timesteps
+
+        def _on_step(self) -> bool:
+            self.episodes += int(np.sum(self.locals["dones"]))
+            if self.progress() >= self.evaluated_at + eval_every:
+                self.evaluated_at = self.progress()
+                evaluate(self.num_timesteps, self.episodes)
+            return env_steps is not None or self.episodes < episodes
+
+    callback = Every()
+    # An episode budget ends through the callback (episodes may end early
+    # on success, so 50 steps each is an upper bound).
+    model.learn(total_timesteps=env_steps if env_steps is not None else episodes * 50, callback=callback)
+    if callback.progress() > callback.evaluated_at:
+        evaluate(callback.num_timesteps, callback.episodes)
+
+
+# ------------------------------------------------------------- shoal ----
+
+def shoal_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str], log) -> None:
+    """`shoal train preset` in a fresh run directory; its eval records, converted."""
+    run_dir = out / f"shoal-run-{preset}-seed{seed}"
+    if run_dir.exists():
+        import shutil
+
+        shutil.rmtree(run_dir)
+    cmd = [shoal_bin, "train", preset, "--seed", str(seed), "--out", str(run_dir), "--quiet"]
+    for s in sets:
+        cmd += ["--set", s]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] == "eval":
+            log({
+                "env_steps": record["env_steps"],
+                "episodes": record["episode"],
+                "wall_s": record["wall_s"],
+                "eval_return_mean": record.get("eval/return_mean"),
+                "eval_success_rate": record.get("eval/success_rate"),
+            })
+
+
+# ----------------------------------------------------------- summary ----
+
+def summarise(out: Path, task: str) -> str:
+    rows = []
+    for path in sorted((out / task).glob("*.jsonl")):
+        records = [json.loads(l) for l in path.read_text().splitlines()]
+        if not records:
+            continue
+        last = records[-1]
+        key, target = (
+            ("eval_success_rate", PUSH_TARGET_SUCCESS) if task == "push" else ("eval_return_mean", WORM_TARGET_RETURN)
+        )
+        hit = next((r for r in records if r[key] is not None and r[key] >= target), None)
+        rows.append(
+            f"| {path.stem} | {last['env_steps']:,} | {last['wall_s']:.0f} | "
+            f"{last['env_steps'] / last['wall_s']:.0f} | {last[key]:.2f} | "
+            + (f"{hit['env_steps']:,} / {hit['wall_s']:.0f} s |" if hit else "not reached |")
+        )
+    head = (
+        f"| run | env steps | wall s | env steps/s | final {'success' if task == 'push' else 'return'} "
+        f"| to {'success 0.9' if task == 'push' else f'return {WORM_TARGET_RETURN:.0f}'} (steps / wall) |\n"
+        "|---|---|---|---|---|---|"
+    )
+    return head + "\n" + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", choices=["push", "worm"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--episodes", type=int, default=6000, help="push: training episodes (preset: 6000)")
+    parser.add_argument("--eval-every", type=int, default=500, help="push: episodes between evaluations")
+    parser.add_argument("--env-steps", type=int, default=1_000_000, help="worm: SB3 env steps")
+    parser.add_argument("--worm-eval-every", type=int, default=20_000, help="worm: SB3 env steps between evaluations")
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--algo", choices=["td3", "ppo"], default="td3", help="worm: SB3 algorithm")
+    parser.add_argument("--shoal-bin", help="release `shoal` binary; without it only SB3 runs")
+    parser.add_argument("--shoal-set", action="append", default=[], help="extra --set for shoal train")
+    parser.add_argument("--skip-sb3", action="store_true")
+    parser.add_argument("--cores", type=int, nargs="+", help="CPU cores for both runners (default: all)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: shoal's learner uses one core; more threads "
+                             "on a busy machine made SB3 many times slower)")
+    parser.add_argument("--out", type=Path, default=Path("runs/sb3-vs-shoal"))
+    args = parser.parse_args()
+
+    if args.cores:
+        os.sched_setaffinity(0, args.cores)  # inherited by shoal's process too
+    import torch
+
+    torch.set_num_threads(args.threads)
+    (args.out / args.task).mkdir(parents=True, exist_ok=True)
+
+    def logger(name: str):
+        path = args.out / args.task / f"{name}.jsonl"
+        path.write_text("")
+
+        def log(record: dict) -> None:
+            with path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            print(f"{name}: {record}", flush=True)
+
+        return log
+
+    for seed in args.seeds:
+        if args.task == "push":
+            if not args.skip_sb3:
+                sb3_push(seed, args.episodes, args.eval_every, args.eval_episodes, logger(f"sb3-ddpg-her-seed{seed}"))
+            if args.shoal_bin:
+                sets = [
+                    f"train.episodes={args.episodes}",
+                    f"train.eval_every={args.eval_every}",
+                    f"train.eval_episodes={args.eval_episodes}",
+                    f"train.final_eval_episodes={args.eval_episodes}",
+                    f"train.checkpoint_every={args.episodes}",
+                    *args.shoal_set,
+                ]
+                shoal_run(args.shoal_bin, "push-ddpg-her", seed, args.out, sets, logger(f"shoal-ddpg-her-seed{seed}"))
+        else:
+            if not args.skip_sb3:
+                sb3_worm(seed, args.algo, args.env_steps, args.worm_eval_every, args.eval_episodes,
+                         logger(f"sb3-{args.algo}-seed{seed}"))
+            if args.shoal_bin:
+                shoal_run(args.shoal_bin, "worm-reinforce", seed, args.out, args.shoal_set,
+                          logger(f"shoal-reinforce-seed{seed}"))
+
+    table = summarise(args.out, args.task)
+    (args.out / args.task / "summary.md").write_text(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
