@@ -171,7 +171,7 @@ pub use strategy::averaging::{AveragingConfig, GradientAveraging};
 pub use strategy::gather::{GatherConfig, RolloutGather};
 pub use strategy::pool::{Pool, PoolConfig};
 pub use strategy::{
-    Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, keep_going,
-    worker_seed,
+    Context, Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy,
+    WorkerStats, eval_steps, hash_parameters, keep_going, share, worker_seed,
 };
 pub use threads::{ThreadComm, run_threads};

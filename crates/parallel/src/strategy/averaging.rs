@@ -6,11 +6,9 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Error, GradientLearner, Result, derive_seed};
 
 use super::{
-    Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
-    decide, eval_steps, gather_outcomes, hash_parameters, memory_due, own_error_first,
-    record_from_stats, require, restore_memories, share,
+    Context, IterationRecord, Strategy, WorkerStats, eval_steps, hash_parameters, require,
 };
-use crate::comm::{CommReducer, Communicator};
+use crate::comm::CommReducer;
 
 /// The averaging strategy's [`Strategy::name`].
 const NAME: &str = "averaging";
@@ -134,7 +132,7 @@ impl AveragingConfig {
 /// before every optimiser step.
 ///
 /// At the start rank 0's parameters are broadcast to every worker; a
-/// [`Resume::state`] given on rank 0 is first broadcast and loaded on *every*
+/// [`Resume::state`](super::Resume::state) given on rank 0 is first broadcast and loaded on *every*
 /// worker (so optimiser moments agree too). Each iteration every worker calls
 /// [`GradientLearner::learn_averaged`] with a [`CommReducer`], which
 /// all-reduces and divides by the world size; since the sum is the same bits
@@ -147,23 +145,12 @@ impl AveragingConfig {
 #[derive(Clone, Debug)]
 pub struct GradientAveraging {
     config: AveragingConfig,
-    resume: Resume,
 }
 
 impl GradientAveraging {
     /// A run starting from rank 0's parameters.
     pub fn new(config: AveragingConfig) -> Self {
-        GradientAveraging {
-            config,
-            resume: Resume::default(),
-        }
-    }
-
-    /// Continues a run from `resume` (see the type's documentation).
-    #[must_use]
-    pub fn resume(mut self, resume: Resume) -> Self {
-        self.resume = resume;
-        self
+        GradientAveraging { config }
     }
 
     /// The configuration.
@@ -177,30 +164,28 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
         NAME
     }
 
-    fn run(
-        &mut self,
-        comm: &dyn Communicator,
-        learner: &mut L,
-        on_iteration: &mut OnIteration<'_, L>,
-    ) -> Result<RunSummary> {
-        // Rank 0's configuration and counters are authoritative.
+    fn iterations(&self) -> u64 {
+        self.config.iterations
+    }
+
+    fn memory_interval(&self) -> u64 {
+        self.config.memory_interval
+    }
+
+    fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
+        let comm = ctx.comm();
+        // Rank 0's configuration is authoritative.
         let root_config = comm
             .is_root()
             .then(|| self.config.validate().map(|()| self.config.clone()));
-        let config = share(comm, root_config)?;
-        let root_counters = comm.is_root().then_some(Ok(self.resume.counters));
-        let mut counters: Counters = share(comm, root_counters)?;
-        let has_state = share(
-            comm,
-            comm.is_root().then(|| Ok(self.resume.state.is_some())),
-        )?;
-        if has_state {
-            let mut state = match (&self.resume.state, comm.is_root()) {
-                (Some(state), true) => state.clone(),
-                _ => Vec::new(),
-            };
-            comm.broadcast_bytes(&mut state, 0)?;
-            learner.load_state(&state)?;
+        self.config = ctx.share(root_config)?;
+        // A resumed state reaches every worker, so optimiser moments agree
+        // too; a fresh run shares only rank 0's parameters.
+        if ctx.share(
+            comm.is_root()
+                .then(|| Ok(ctx.resume_point().state.is_some())),
+        )? {
+            ctx.start_from_root(learner)?;
         }
         let mut parameters = learner.parameters();
         comm.broadcast(&mut parameters, 0)?;
@@ -208,64 +193,40 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
             learner.set_parameters(&parameters)?;
         }
         drop(parameters);
-        restore_memories(comm, &self.resume.memories, learner)?;
+        ctx.restore_memories(learner)
+    }
 
-        let mut last = None;
-        let mut stopped_early = false;
-        while counters.iteration < config.iterations {
-            let iteration = counters.iteration + 1;
-            let mut reducer = CommReducer::new(comm);
-            let outcome = learner
-                .learn_averaged(config.episodes_per_iteration, &mut reducer)
-                .map(|report| {
-                    let mut stats = WorkerStats::from_report(&report);
-                    if config.check_sync {
-                        stats.parameter_hash = Some(hash_parameters(&learner.parameters()));
-                    }
-                    stats
-                });
-            let gathered = match gather_outcomes(comm, &outcome) {
-                Ok(gathered) => gathered,
-                // A rank that failed inside `learn_averaged` left its peers in
-                // a reduction: report its own error, not the mismatch it caused.
-                Err(error) => return Err(outcome.err().unwrap_or(error)),
-            };
-            let from_root = gathered.map(|all| {
-                let stats = all.map_err(Error::Comm)?;
-                let reference = stats[0].parameter_hash;
-                if let Some(rank) = stats.iter().position(|s| s.parameter_hash != reference) {
-                    return Err(Error::Comm(format!(
-                        "parameters of rank {rank} differ from rank 0 after iteration \
-                         {iteration}: the learner must pass every gradient and running \
-                         statistic through the reducer"
-                    )));
+    fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
+        let config = &self.config;
+        let iteration = ctx.iteration();
+        let mut reducer = CommReducer::new(ctx.comm());
+        let outcome = learner
+            .learn_averaged(config.episodes_per_iteration, &mut reducer)
+            .map(|report| {
+                let mut stats = WorkerStats::from_report(&report);
+                if config.check_sync {
+                    stats.parameter_hash = Some(hash_parameters(&learner.parameters()));
                 }
-                let mut next = counters;
-                let mut record = record_from_stats(NAME, &mut next, &stats);
-                record.scalars = stats[0].scalars.clone();
-                if config.evaluates_at(iteration) {
-                    let eval = learner
-                        .evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
-                    record.eval_env_steps += eval_steps(&eval);
-                    record.eval = Some(eval);
-                }
-                Ok::<IterationRecord, Error>(record)
+                stats
             });
-            let mut record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
-            counters = record.counters();
-
-            let memories = memory_due(config.memory_interval, iteration, config.iterations);
-            let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
-            last = Some(record);
-            if control == Control::Stop {
-                stopped_early = counters.iteration < config.iterations;
-                break;
+        ctx.share_record(outcome, |stats| {
+            let reference = stats[0].parameter_hash;
+            if let Some(rank) = stats.iter().position(|s| s.parameter_hash != reference) {
+                return Err(Error::Comm(format!(
+                    "parameters of rank {rank} differ from rank 0 after iteration \
+                     {iteration}: the learner must pass every gradient and running \
+                     statistic through the reducer"
+                )));
             }
-        }
-        Ok(RunSummary {
-            counters,
-            last,
-            stopped_early,
+            let mut record = ctx.record(stats);
+            record.scalars = stats[0].scalars.clone();
+            if config.evaluates_at(iteration) {
+                let eval =
+                    learner.evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
+                record.eval_env_steps += eval_steps(&eval);
+                record.eval = Some(eval);
+            }
+            Ok(record)
         })
     }
 }

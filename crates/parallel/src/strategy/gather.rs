@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Error, Result, RolloutLearner, derive_seed};
 
 use super::{
-    Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
-    decide, decode, encode, eval_steps, own_error_first, record_from_stats, require, share,
+    Context, IterationRecord, Strategy, WorkerStats, decode, encode, eval_steps, own_error_first,
+    require,
 };
 use crate::comm::{Communicator, comm_error};
 
@@ -106,7 +106,7 @@ impl GatherConfig {
 /// Rollout gathering for any [`RolloutLearner`] — the batch-algorithm
 /// pattern of MPI baselines.
 ///
-/// At the start rank 0's parameters (after loading [`Resume::state`], if
+/// At the start rank 0's parameters (after loading [`Resume::state`](super::Resume::state), if
 /// given) are broadcast to every worker. Each iteration every worker collects
 /// `episodes_per_worker` episodes with the current policy
 /// ([`RolloutLearner::collect`]); rank 0 gathers all rollouts in rank order,
@@ -117,24 +117,12 @@ impl GatherConfig {
 #[derive(Clone, Debug)]
 pub struct RolloutGather {
     config: GatherConfig,
-    resume: Resume,
 }
 
 impl RolloutGather {
     /// A run starting from rank 0's learner.
     pub fn new(config: GatherConfig) -> Self {
-        RolloutGather {
-            config,
-            resume: Resume::default(),
-        }
-    }
-
-    /// Continues a run: rank 0 loads `resume.state` (if given) before the
-    /// first broadcast, and the counters continue from `resume.counters`.
-    #[must_use]
-    pub fn resume(mut self, resume: Resume) -> Self {
-        self.resume = resume;
-        self
+        RolloutGather { config }
     }
 
     /// The configuration.
@@ -148,78 +136,67 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
         NAME
     }
 
-    fn run(
-        &mut self,
-        comm: &dyn Communicator,
-        learner: &mut L,
-        on_iteration: &mut OnIteration<'_, L>,
-    ) -> Result<RunSummary> {
-        // Rank 0's configuration and counters are authoritative.
+    fn iterations(&self) -> u64 {
+        self.config.iterations
+    }
+
+    /// Only rank 0 updates, so its learner alone needs the resumed state;
+    /// the workers then receive its parameters. The workers only collect:
+    /// rank 0's learner holds all there is to keep, so no memories travel.
+    fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
+        let comm = ctx.comm();
+        // Rank 0's configuration is authoritative.
         let root_config = comm
             .is_root()
             .then(|| self.config.validate().map(|()| self.config.clone()));
-        let config = share(comm, root_config)?;
-        let root_counters = comm.is_root().then_some(Ok(self.resume.counters));
-        let mut counters: Counters = share(comm, root_counters)?;
-        let loaded = comm.is_root().then(|| match &self.resume.state {
+        self.config = ctx.share(root_config)?;
+        let loaded = comm.is_root().then(|| match &ctx.resume_point().state {
             Some(state) => learner.load_state(state),
             None => Ok(()),
         });
-        share(comm, loaded)?;
-        sync_parameters(comm, learner)?;
+        ctx.share(loaded)?;
+        sync_parameters(comm, learner)
+    }
 
-        let mut last = None;
-        let mut stopped_early = false;
-        while counters.iteration < config.iterations {
-            let iteration = counters.iteration + 1;
-            let collected = learner.collect(config.episodes_per_worker);
-            let (outcome, rollout) = match collected {
-                Ok((rollout, report)) => (Ok(WorkerStats::from_report(&report)), rollout),
-                Err(error) => (Err(error), Vec::new()),
-            };
-            let payload = pack(&outcome, &rollout)?;
-            drop(rollout);
-            let gathered = match comm.gather_bytes(&payload, 0) {
-                Ok(gathered) => gathered,
-                Err(error) => return Err(outcome.err().unwrap_or(error)),
-            };
-            let from_root = gathered.map(|all| {
-                let mut stats = Vec::with_capacity(all.len());
-                let mut rollouts = Vec::with_capacity(all.len());
-                for (rank, bytes) in all.iter().enumerate() {
-                    let (worker, rollout) = unpack(bytes)?;
-                    stats.push(worker.map_err(|m| comm_error(format!("rank {rank} failed: {m}")))?);
-                    rollouts.push(rollout);
-                }
-                let update = learner.update(&rollouts)?;
-                let mut next = counters;
-                let mut record = record_from_stats(NAME, &mut next, &stats);
-                record.scalars = update.scalars;
-                if config.evaluates_at(iteration) {
-                    let eval = learner
-                        .evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
-                    record.eval_env_steps += eval_steps(&eval);
-                    record.eval = Some(eval);
-                }
-                Ok::<IterationRecord, Error>(record)
-            });
-            let mut record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
-            counters = record.counters();
-            sync_parameters(comm, learner)?;
-
-            // The workers only collect: rank 0's learner holds all there is to keep.
-            let control = decide(comm, &mut record, &*learner, false, on_iteration)?;
-            last = Some(record);
-            if control == Control::Stop {
-                stopped_early = counters.iteration < config.iterations;
-                break;
+    fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
+        let config = &self.config;
+        let comm = ctx.comm();
+        let iteration = ctx.iteration();
+        let collected = learner.collect(config.episodes_per_worker);
+        let (outcome, rollout) = match collected {
+            Ok((rollout, report)) => (Ok(WorkerStats::from_report(&report)), rollout),
+            Err(error) => (Err(error), Vec::new()),
+        };
+        let payload = pack(&outcome, &rollout)?;
+        drop(rollout);
+        // Rollouts travel with the stats, so this strategy gathers them
+        // itself rather than through `Context::share_record`.
+        let gathered = match comm.gather_bytes(&payload, 0) {
+            Ok(gathered) => gathered,
+            Err(error) => return Err(outcome.err().unwrap_or(error)),
+        };
+        let from_root = gathered.map(|all| {
+            let mut stats = Vec::with_capacity(all.len());
+            let mut rollouts = Vec::with_capacity(all.len());
+            for (rank, bytes) in all.iter().enumerate() {
+                let (worker, rollout) = unpack(bytes)?;
+                stats.push(worker.map_err(|m| comm_error(format!("rank {rank} failed: {m}")))?);
+                rollouts.push(rollout);
             }
-        }
-        Ok(RunSummary {
-            counters,
-            last,
-            stopped_early,
-        })
+            let update = learner.update(&rollouts)?;
+            let mut record = ctx.record(&stats);
+            record.scalars = update.scalars;
+            if config.evaluates_at(iteration) {
+                let eval =
+                    learner.evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
+                record.eval_env_steps += eval_steps(&eval);
+                record.eval = Some(eval);
+            }
+            Ok::<IterationRecord, Error>(record)
+        });
+        let record = own_error_first(outcome, ctx.share(from_root))?;
+        sync_parameters(comm, learner)?;
+        Ok(record)
     }
 }
 

@@ -15,27 +15,243 @@ pub(crate) mod pool;
 /// A way of training one learner per rank together, written against
 /// [`Communicator`] and a learner trait from shoal-core.
 ///
-/// `run` is called on every rank with that rank's learner (build it from the
-/// rank, e.g. `make_learner(comm.rank())`, seeding its generators with
-/// [`worker_seed`]). `on_iteration` is called on rank 0 only, after each
-/// iteration, with the iteration's record and rank 0's learner (holding the
-/// agent the strategy considers current, ready for a checkpoint); its
-/// [`Control`] is shared with every rank. The returned [`RunSummary`] is the
-/// same on every rank.
+/// Shaped like ripgrep's `Sink`: three required methods — [`name`],
+/// [`iterations`] and [`iteration`], one round of the strategy on this rank
+/// — and hooks with defaults. The provided [`run`] and [`resume`] drive
+/// them on every rank the same way for every strategy: rank 0's counters
+/// are shared, [`start`] brings every worker to the same starting point,
+/// then each iteration's record goes to the `on_iteration` callback on rank
+/// 0 (with every worker's replay memory on the iterations
+/// [`memory_interval`] names), whose [`Control`] every rank follows.
 ///
-/// A failure on any rank (a learner error, an observer error) ends the run
-/// on every rank: the failing rank returns its own error, the others an
-/// [`Error::Comm`] naming it.
-pub trait Strategy<L: ?Sized> {
-    /// Short name used in records (`pool`, `gather`, `averaging`).
+/// Build the learner of each rank from the rank (seeding its generators
+/// with [`worker_seed`]). The returned [`RunSummary`] is the same on every
+/// rank. A failure on any rank (a learner error, an observer error) ends
+/// the run on every rank: the failing rank returns its own error, the
+/// others an [`Error::Comm`] naming it — [`Context`] has the helpers that
+/// make this so.
+///
+/// [`name`]: Strategy::name
+/// [`iterations`]: Strategy::iterations
+/// [`iteration`]: Strategy::iteration
+/// [`run`]: Strategy::run
+/// [`resume`]: Strategy::resume
+/// [`start`]: Strategy::start
+/// [`memory_interval`]: Strategy::memory_interval
+///
+/// ```
+/// use shoal_core::{GradientLearner, Result};
+/// use shoal_parallel::{Context, IterationRecord, Strategy, WorkerStats};
+///
+/// /// Local SGD: train alone, then average the parameters.
+/// struct LocalSgd { rounds: u64, episodes: usize }
+///
+/// impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
+///     fn name(&self) -> &str { "local-sgd" }
+///     fn iterations(&self) -> u64 { self.rounds }
+///     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
+///         let outcome = learner.learn(self.episodes).map(|r| WorkerStats::from_report(&r));
+///         let mut params = learner.parameters();
+///         ctx.comm().all_reduce_sum(&mut params)?;
+///         let n = ctx.comm().size() as f32;
+///         params.iter_mut().for_each(|p| *p /= n);
+///         learner.set_parameters(&params)?;
+///         // Rank 0 builds the record from everyone's stats; every rank gets it.
+///         ctx.share_record(outcome, |stats| Ok(ctx.record(stats)))
+///     }
+/// }
+/// ```
+pub trait Strategy<L: Learner + ?Sized> {
+    /// The strategy's one name: in configs (`parallel.strategy`), records
+    /// and summaries (`pool`, `gather`, `averaging`).
     fn name(&self) -> &str;
-    /// Trains `learner` together with the learners of the other ranks.
+
+    /// Total iterations of the run, counting those done before a resume.
+    /// Read after [`Strategy::start`], so a strategy that shares its
+    /// configuration from rank 0 there answers with rank 0's.
+    fn iterations(&self) -> u64;
+
+    /// Runs iteration [`Context::iteration`] on this rank and returns its
+    /// record, the same on every rank, with counters one iteration past
+    /// [`Context::counters`] ([`Context::record`] builds such a record and
+    /// [`Context::share_record`] shares it).
+    fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord>;
+
+    /// Every this many iterations (and after the last) each worker's replay
+    /// memory is gathered into [`IterationRecord::memories`] for a
+    /// checkpoint; 0 never. Default: 0.
+    fn memory_interval(&self) -> u64 {
+        0
+    }
+
+    /// Called on every rank before the first iteration. Default: every
+    /// worker starts from rank 0's learner, or the resumed state
+    /// ([`Context::start_from_root`]), and gets its own replay memory back
+    /// ([`Context::restore_memories`]).
+    fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
+        ctx.start_from_root(learner)?;
+        ctx.restore_memories(learner)
+    }
+
+    /// Trains `learner` together with the learners of the other ranks, from
+    /// the start.
     fn run(
         &mut self,
         comm: &dyn Communicator,
         learner: &mut L,
         on_iteration: &mut OnIteration<'_, L>,
-    ) -> Result<RunSummary>;
+    ) -> Result<RunSummary> {
+        self.resume(comm, learner, &Resume::default(), on_iteration)
+    }
+
+    /// Trains `learner` together with the learners of the other ranks,
+    /// continuing the run that `from` describes (meaningful on rank 0; the
+    /// other ranks receive what they need from it).
+    fn resume(
+        &mut self,
+        comm: &dyn Communicator,
+        learner: &mut L,
+        from: &Resume,
+        on_iteration: &mut OnIteration<'_, L>,
+    ) -> Result<RunSummary> {
+        let counters = share(comm, comm.is_root().then_some(Ok(from.counters)))?;
+        let name = self.name().to_string();
+        let mut ctx = Context {
+            comm,
+            resume: from,
+            counters,
+            iterations: 0,
+            name: &name,
+        };
+        self.start(&ctx, learner)?;
+        ctx.iterations = self.iterations();
+        let mut last = None;
+        let mut stopped_early = false;
+        while ctx.counters.iteration < ctx.iterations {
+            let mut record = self.iteration(&ctx, learner)?;
+            if record.iteration != ctx.iteration() {
+                return Err(Error::Config(format!(
+                    "strategy {name} reported iteration {} where {} was due",
+                    record.iteration,
+                    ctx.iteration()
+                )));
+            }
+            ctx.counters = record.counters();
+            let memories = memory_due(
+                self.memory_interval(),
+                ctx.counters.iteration,
+                ctx.iterations,
+            );
+            let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
+            last = Some(record);
+            if control == Control::Stop {
+                stopped_early = ctx.counters.iteration < ctx.iterations;
+                break;
+            }
+        }
+        Ok(RunSummary {
+            counters: ctx.counters,
+            last,
+            stopped_early,
+        })
+    }
+}
+
+/// What a [`Strategy`] sees of its run: the communicator, the counters
+/// before the current iteration, the resume point, and the helpers the
+/// built-in strategies use to share outcomes and state.
+pub struct Context<'a> {
+    comm: &'a dyn Communicator,
+    resume: &'a Resume,
+    counters: Counters,
+    iterations: u64,
+    name: &'a str,
+}
+
+impl<'a> Context<'a> {
+    /// The communicator of this rank.
+    pub fn comm(&self) -> &'a dyn Communicator {
+        self.comm
+    }
+
+    /// Counters of the run before the current iteration (rank 0's,
+    /// shared with every rank).
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The number of the iteration being run, from 1.
+    pub fn iteration(&self) -> u64 {
+        self.counters.iteration + 1
+    }
+
+    /// Total iterations of the run (0 inside [`Strategy::start`]).
+    pub fn iterations(&self) -> u64 {
+        self.iterations
+    }
+
+    /// Whether the current iteration is the run's last.
+    pub fn is_last(&self) -> bool {
+        self.iteration() >= self.iterations
+    }
+
+    /// Where the run resumes from (on rank 0; default elsewhere).
+    pub fn resume_point(&self) -> &'a Resume {
+        self.resume
+    }
+
+    /// Shares rank 0's `value` with every rank; see [`share`].
+    pub fn share<T: Serialize + DeserializeOwned>(
+        &self,
+        from_root: Option<Result<T>>,
+    ) -> Result<T> {
+        share(self.comm, from_root)
+    }
+
+    /// The record of the current iteration from every worker's stats, with
+    /// the counters advanced by them and nothing else set.
+    pub fn record(&self, stats: &[WorkerStats]) -> IterationRecord {
+        let mut counters = self.counters;
+        record_from_stats(self.name, &mut counters, stats)
+    }
+
+    /// Gathers every rank's `outcome` on rank 0, where `decide` turns all
+    /// of them into the iteration's record; the record (or the first
+    /// failure, naming its rank) then reaches every rank. This rank's own
+    /// error comes back first, so a failing rank reports its cause.
+    pub fn share_record(
+        &self,
+        outcome: Result<WorkerStats>,
+        decide: impl FnOnce(&[WorkerStats]) -> Result<IterationRecord>,
+    ) -> Result<IterationRecord> {
+        let gathered = match gather_outcomes(self.comm, &outcome) {
+            Ok(gathered) => gathered,
+            // A rank that failed inside a collective left its peers there:
+            // report its own error, not the mismatch it caused.
+            Err(error) => return Err(outcome.err().unwrap_or(error)),
+        };
+        let from_root = gathered.map(|all| decide(&all.map_err(Error::Comm)?));
+        own_error_first(outcome, share(self.comm, from_root))
+    }
+
+    /// Loads the resumed state (if any) on every rank, else rank 0's
+    /// learner's state, so every worker starts from the same agent,
+    /// optimiser moments included.
+    pub fn start_from_root<L: Learner + ?Sized>(&self, learner: &mut L) -> Result<()> {
+        let mut state = match (&self.resume.state, self.comm.is_root()) {
+            (Some(state), true) => state.clone(),
+            (None, true) => learner.save_state(),
+            (_, false) => Vec::new(),
+        };
+        self.comm.broadcast_bytes(&mut state, 0)?;
+        learner.load_state(&state)
+    }
+
+    /// Gives every worker its own replay memory back from the resume point
+    /// (rank 0 sends each its own); nothing if the run is fresh.
+    pub fn restore_memories<L: Learner + ?Sized>(&self, learner: &mut L) -> Result<()> {
+        restore_memories(self.comm, &self.resume.memories, learner)
+    }
 }
 
 /// The callback a [`Strategy`] calls on rank 0 after every iteration: write a
@@ -206,23 +422,34 @@ pub struct RunSummary {
     pub stopped_early: bool,
 }
 
-/// One worker's contribution to an iteration's record.
+/// One worker's contribution to an iteration's record, sent to rank 0 by
+/// [`Context::share_record`]. Start from [`WorkerStats::from_report`] and
+/// set what else applies; new fields may be added.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(crate) struct WorkerStats {
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Training episodes this iteration.
     pub episodes: u64,
+    /// Training environment steps this iteration.
     pub env_steps: u64,
+    /// Sum of the training episodes' returns.
     pub return_sum: f64,
-    /// Episodes that reported a success flag, and how many succeeded.
+    /// Episodes that reported a success flag.
     pub flagged: u64,
+    /// Of those, how many succeeded.
     pub successes: u64,
+    /// This worker's frozen-policy evaluation, if it ran one.
     pub eval: Option<EvalReport>,
+    /// Scalars of this worker's update (losses, entropy).
     pub scalars: Vec<(String, f64)>,
-    /// A hash of the parameters, to check that workers stay in sync.
+    /// A hash of the parameters ([`hash_parameters`]), to check that
+    /// workers stay in sync.
     pub parameter_hash: Option<u64>,
 }
 
 impl WorkerStats {
-    pub(crate) fn from_report(report: &LearnReport) -> Self {
+    /// The stats of one worker's training report.
+    pub fn from_report(report: &LearnReport) -> Self {
         WorkerStats {
             episodes: report.episode_returns.len() as u64,
             env_steps: report.env_steps(),
@@ -237,7 +464,7 @@ impl WorkerStats {
 }
 
 /// Environment steps an evaluation took.
-pub(crate) fn eval_steps(eval: &EvalReport) -> u64 {
+pub fn eval_steps(eval: &EvalReport) -> u64 {
     (eval.length_mean * eval.episodes as f64).round().max(0.0) as u64
 }
 
@@ -290,7 +517,16 @@ pub(crate) fn gather_outcomes(
 /// Shares rank 0's `value` (or its failure) with every rank. On rank 0 pass
 /// `Some`; a failure there is broadcast, then returned as the original error
 /// on rank 0 and as [`Error::Comm`] on the others. Other ranks pass `None`.
-pub(crate) fn share<T: Serialize + DeserializeOwned>(
+///
+/// ```
+/// use shoal_parallel::{Communicator, run_threads, share};
+/// let seen = run_threads(2, |comm: &dyn Communicator| {
+///     share(comm, comm.is_root().then(|| Ok(42u32)))
+/// })
+/// .unwrap();
+/// assert_eq!(seen, vec![42, 42]);
+/// ```
+pub fn share<T: Serialize + DeserializeOwned>(
     comm: &dyn Communicator,
     from_root: Option<Result<T>>,
 ) -> Result<T> {
@@ -338,7 +574,7 @@ pub(crate) fn require(ok: bool, message: impl FnOnce() -> String) -> Result<()> 
 
 /// FNV-1a over the bits of `values`: cheap, and enough to spot workers whose
 /// parameters drifted apart.
-pub(crate) fn hash_parameters(values: &[f32]) -> u64 {
+pub fn hash_parameters(values: &[f32]) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
     for v in values {
         for byte in v.to_bits().to_le_bytes() {
@@ -747,8 +983,8 @@ mod tests {
                 state: comm.is_root().then(|| state.clone()),
                 memories: Vec::new(),
             };
-            let mut pool = Pool::new(config.clone()).resume(resume);
-            let summary = pool.run(comm, &mut learner, &mut keep_going)?;
+            let mut pool = Pool::new(config.clone());
+            let summary = pool.resume(comm, &mut learner, &resume, &mut keep_going)?;
             Ok((summary, learner.params.clone()))
         })
         .unwrap();
@@ -804,9 +1040,10 @@ mod tests {
                     Vec::new()
                 },
             };
-            GradientAveraging::new(config.clone()).resume(resume).run(
+            GradientAveraging::new(config.clone()).resume(
                 comm,
                 &mut learner,
+                &resume,
                 &mut keep_going,
             )?;
             Ok(learner.memory.clone())
@@ -826,9 +1063,7 @@ mod tests {
                     ..Resume::default()
                 };
                 let pool = PoolConfig::default().iterations(0);
-                Pool::new(pool)
-                    .resume(resume)
-                    .run(comm, &mut learner, &mut keep_going)?;
+                Pool::new(pool).resume(comm, &mut learner, &resume, &mut keep_going)?;
                 Ok(learner.memory.clone())
             })
         };
@@ -862,11 +1097,8 @@ mod tests {
                 .iterations(6)
                 .episodes_per_worker(2)
                 .eval_interval(0);
-            let summary = RolloutGather::new(config).resume(resume).run(
-                comm,
-                &mut learner,
-                &mut keep_going,
-            )?;
+            let summary =
+                RolloutGather::new(config).resume(comm, &mut learner, &resume, &mut keep_going)?;
             Ok((summary, learner.loss()))
         })
         .unwrap();

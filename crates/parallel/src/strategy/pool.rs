@@ -6,11 +6,8 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Learner, Result, derive_seed};
 
 use super::{
-    Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy, WorkerStats,
-    decide, gather_outcomes, memory_due, own_error_first, record_from_stats, require,
-    restore_memories, share,
+    Context, Counters, IterationRecord, Strategy, WorkerStats, record_from_stats, require,
 };
-use crate::comm::Communicator;
 
 /// The pool's [`Strategy::name`].
 const NAME: &str = "pool";
@@ -155,24 +152,12 @@ impl PoolConfig {
 #[derive(Clone, Debug)]
 pub struct Pool {
     config: PoolConfig,
-    resume: Resume,
 }
 
 impl Pool {
     /// A pool starting from rank 0's learner.
     pub fn new(config: PoolConfig) -> Self {
-        Pool {
-            config,
-            resume: Resume::default(),
-        }
-    }
-
-    /// Continues a run: starts from `resume.state` (if given, on rank 0; it is
-    /// broadcast to all workers) with the counters of the run so far.
-    #[must_use]
-    pub fn resume(mut self, resume: Resume) -> Self {
-        self.resume = resume;
-        self
+        Pool { config }
     }
 
     /// The configuration.
@@ -186,74 +171,46 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
         NAME
     }
 
-    fn run(
-        &mut self,
-        comm: &dyn Communicator,
-        learner: &mut L,
-        on_iteration: &mut OnIteration<'_, L>,
-    ) -> Result<RunSummary> {
-        // Rank 0's configuration and counters are authoritative.
-        let root_config = comm
+    fn iterations(&self) -> u64 {
+        self.config.iterations
+    }
+
+    fn memory_interval(&self) -> u64 {
+        self.config.memory_interval
+    }
+
+    fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
+        // Rank 0's configuration is authoritative.
+        let root_config = ctx
+            .comm()
             .is_root()
             .then(|| self.config.validate().map(|()| self.config.clone()));
-        let config = share(comm, root_config)?;
-        let root_counters = comm.is_root().then_some(Ok(self.resume.counters));
-        let mut counters: Counters = share(comm, root_counters)?;
-        let mut best = match (&self.resume.state, comm.is_root()) {
-            (Some(state), true) => state.clone(),
-            (None, true) => learner.save_state(),
-            (_, false) => Vec::new(),
-        };
-        comm.broadcast_bytes(&mut best, 0)?;
-        learner.load_state(&best)?;
-        drop(best);
-        restore_memories(comm, &self.resume.memories, learner)?;
+        self.config = ctx.share(root_config)?;
+        ctx.start_from_root(learner)?;
+        ctx.restore_memories(learner)
+    }
 
-        let mut last = None;
-        let mut stopped_early = false;
-        while counters.iteration < config.iterations {
-            let iteration = counters.iteration + 1;
-            let eval_seed = derive_seed(config.seed, iteration);
-            let outcome = learner
-                .learn(config.episodes_per_iteration)
-                .and_then(|report| {
-                    let mut stats = WorkerStats::from_report(&report);
-                    stats.eval = Some(learner.evaluate(config.eval_episodes, eval_seed)?);
-                    Ok(stats)
-                });
-            let gathered = match gather_outcomes(comm, &outcome) {
-                Ok(gathered) => gathered,
-                Err(error) => return Err(outcome.err().unwrap_or(error)),
-            };
-            let from_root = gathered.map(|all| {
-                all.map_err(shoal_core::Error::Comm)
-                    .map(|stats| promote(NAME, counters, &stats))
+    fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
+        let config = &self.config;
+        let eval_seed = derive_seed(config.seed, ctx.iteration());
+        let outcome = learner
+            .learn(config.episodes_per_iteration)
+            .and_then(|report| {
+                let mut stats = WorkerStats::from_report(&report);
+                stats.eval = Some(learner.evaluate(config.eval_episodes, eval_seed)?);
+                Ok(stats)
             });
-            let mut record: IterationRecord = own_error_first(outcome, share(comm, from_root))?;
-            counters = record.counters();
-
-            let winner = record.winner.expect("the pool always names a winner");
-            let mut state = if comm.rank() == winner {
-                learner.save_state()
-            } else {
-                Vec::new()
-            };
-            comm.broadcast_bytes(&mut state, winner)?;
-            learner.load_state(&state)?;
-
-            let memories = memory_due(config.memory_interval, iteration, config.iterations);
-            let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
-            last = Some(record);
-            if control == Control::Stop {
-                stopped_early = counters.iteration < config.iterations;
-                break;
-            }
-        }
-        Ok(RunSummary {
-            counters,
-            last,
-            stopped_early,
-        })
+        let record = ctx.share_record(outcome, |stats| Ok(promote(NAME, ctx.counters(), stats)))?;
+        let comm = ctx.comm();
+        let winner = record.winner.expect("the pool always names a winner");
+        let mut state = if comm.rank() == winner {
+            learner.save_state()
+        } else {
+            Vec::new()
+        };
+        comm.broadcast_bytes(&mut state, winner)?;
+        learner.load_state(&state)?;
+        Ok(record)
     }
 }
 
