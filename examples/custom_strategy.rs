@@ -1,139 +1,157 @@
 //! A parallel strategy written outside shoal-parallel, against its public
-//! traits only: **periodic parameter averaging** (local SGD, the "FedAvg"
-//! scheme). Every worker trains its own copy for a few episodes, then the
-//! parameters of all workers are averaged with one all-reduce and every
-//! worker continues from the average.
+//! API only, that runs like a built-in: **local SGD** (periodic parameter
+//! averaging, the "FedAvg" scheme). Every worker trains its own copy for a
+//! few episodes, then the parameters of all workers are averaged with one
+//! all-reduce and every worker continues from the average.
+//!
+//! The strategy implements the three required methods of
+//! [`Strategy`](shoal::parallel::Strategy); the provided driver, the
+//! [`Context`](shoal::parallel::Context) helpers and
+//! [`run_strategy`](shoal::train::run_strategy) give it what `shoal train`
+//! gives its own strategies: a locked run directory, `metrics.jsonl`,
+//! checkpoints with every worker's replay memory, `--resume`, the final
+//! evaluation and `summary.json`, on threads, processes or MPI.
 //!
 //! ```text
-//! cargo run --release --example custom_strategy
+//! cargo run --release --example custom_strategy -- --workers 2 --out runs/local-sgd
+//! cargo run --release --example custom_strategy -- --backend processes --workers 2 --out runs/p
+//! cargo run --release --example custom_strategy -- --resume runs/local-sgd --set train.episodes=1600
+//! shoal plot runs/local-sgd && shoal eval runs/local-sgd
 //! ```
 //!
-//! It runs REINFORCE on the point-reaching toy task with two workers on the
-//! threads backend; because the strategy sees only `&dyn Communicator`, the
-//! same code runs unchanged on processes or MPI ranks (`launch`).
+//! Without a preset it trains REINFORCE on the point-reaching toy task
+//! (`toy-reinforce`); any preset whose learner averages gradients works.
 
-use shoal::algo::{Reinforce, ReinforceConfig};
-use shoal::core::{Error, GradientLearner, LearnReport, Result};
-use shoal::env::{PointReach, PointReachConfig};
-use shoal::parallel::{
-    Communicator, Control, Counters, IterationRecord, OnIteration, RunSummary, Strategy,
-    run_threads, worker_seed,
-};
+use clap::Parser;
+use shoal::cli::TrainArgs;
+use shoal::config::StrategyKind;
+use shoal::core::{GradientLearner, Result};
+use shoal::parallel::{Context, IterationRecord, Strategy, WorkerStats, eval_steps};
+use shoal::train::{Plan, StrategySetup, run_strategy};
 
-/// Average the workers' parameters every `episodes_per_round` episodes.
-struct ParameterAveraging {
-    rounds: u64,
-    episodes_per_round: usize,
+/// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
+const NAME: &str = "local-sgd";
+
+/// Average the workers' parameters every `episodes` episodes of each.
+struct LocalSgd {
+    iterations: u64,
+    episodes: usize,
+    eval_interval: u64,
+    eval_episodes: usize,
+    eval_seed: u64,
+    checkpoint_interval: u64,
 }
 
-impl<L: GradientLearner + ?Sized> Strategy<L> for ParameterAveraging {
-    fn name(&self) -> &str {
-        "parameter-averaging"
-    }
-
-    fn run(
-        &mut self,
-        comm: &dyn Communicator,
-        learner: &mut L,
-        on_iteration: &mut OnIteration<'_, L>,
-    ) -> Result<RunSummary> {
-        // Everyone starts from rank 0's parameters.
-        let mut params = learner.parameters();
-        comm.broadcast(&mut params, 0)?;
-        learner.set_parameters(&params)?;
-
-        let workers = comm.size();
-        let mut counters = Counters::default();
-        let mut last = None;
-        for round in 1..=self.rounds {
-            let report: LearnReport = learner.learn(self.episodes_per_round)?;
-
-            // Sum parameters and the return statistics in one all-reduce each.
-            let mut params = learner.parameters();
-            comm.all_reduce_sum(&mut params)?;
-            let scale = 1.0 / workers as f32;
-            params.iter_mut().for_each(|p| *p *= scale);
-            learner.set_parameters(&params)?;
-            let mut stats = [
-                report.episode_returns.iter().sum::<f64>() as f32,
-                report.episode_returns.len() as f32,
-                report.env_steps() as f32,
-            ];
-            comm.all_reduce_sum(&mut stats)?;
-
-            counters.iteration = round;
-            counters.episodes += stats[1] as u64;
-            counters.env_steps += stats[2] as u64;
-            let mut record = IterationRecord::new("parameter-averaging", workers, counters);
-            record.train_return_mean = Some(f64::from(stats[0] / stats[1]));
-            record.scalars = report.scalars;
-            // Rank 0 decides whether to go on; every rank learns the decision.
-            let mut stop = [0.0f32];
-            if comm.is_root() && on_iteration(&record, learner)? == Control::Stop {
-                stop[0] = 1.0;
-            }
-            comm.broadcast(&mut stop, 0)?;
-            last = Some(record);
-            if stop[0] == 1.0 {
-                return Ok(RunSummary {
-                    counters,
-                    last,
-                    stopped_early: round < self.rounds,
-                });
-            }
+impl LocalSgd {
+    fn new(setup: &StrategySetup<'_>) -> Self {
+        LocalSgd {
+            iterations: setup.iterations,
+            episodes: setup.episodes_per_iteration,
+            eval_interval: setup.eval_interval,
+            eval_episodes: setup.cfg.train.eval_episodes,
+            eval_seed: setup.eval_seed,
+            checkpoint_interval: setup.checkpoint_interval,
         }
-        Ok(RunSummary {
-            counters,
-            last,
-            stopped_early: false,
-        })
     }
 }
 
-fn main() -> Result<()> {
-    let seed = 11;
-    let results = run_threads(2, |comm: &dyn Communicator| {
-        let env = || PointReach::new(PointReachConfig::default());
-        let config = ReinforceConfig {
-            learning_rate: 1e-2,
-            hidden: vec![32],
-            episodes_per_update: 8,
-            ..ReinforceConfig::default()
-        };
-        let mut learner = Reinforce::new(config, env()?, env()?, worker_seed(seed, comm.rank()))?;
-        let before = shoal::core::Learner::evaluate(&mut learner, 20, 7)?.return_mean;
-        let mut strategy = ParameterAveraging {
-            rounds: 40,
-            episodes_per_round: 16,
-        };
-        let summary = strategy.run(comm, &mut learner, &mut |record, _| {
-            if record.iteration % 10 == 0 {
-                println!(
-                    "round {:>3}: {} episodes, mean training return {:.2}",
-                    record.iteration,
-                    record.episodes,
-                    record.train_return_mean.unwrap_or(f64::NAN)
-                );
-            }
-            Ok(Control::Continue)
-        })?;
-        let after = shoal::core::Learner::evaluate(&mut learner, 20, 7)?.return_mean;
-        Ok((
-            summary.counters.episodes,
-            before,
-            after,
-            learner.parameters(),
-        ))
-    })?;
-    let (episodes, before, after, params) = &results[0];
-    if results.iter().any(|r| &r.3 != params) {
-        return Err(Error::Comm(
-            "workers ended with different parameters".into(),
-        ));
+impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
+    fn name(&self) -> &str {
+        NAME
     }
-    println!(
-        "{episodes} episodes on 2 workers: eval return {before:.2} -> {after:.2} \
-         (random ≈ −14, greedy ≈ −1.2); both workers hold the same parameters"
-    );
-    Ok(())
+
+    fn iterations(&self) -> u64 {
+        self.iterations
+    }
+
+    /// Each worker keeps its own experience: have it checkpointed.
+    fn memory_interval(&self) -> u64 {
+        self.checkpoint_interval
+    }
+
+    // `start` keeps its default: every worker begins from rank 0's learner
+    // (or the resumed state) and gets its own replay memory back.
+
+    fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
+        // 1. Train alone. A failure anywhere ends the run on every rank,
+        //    naming the failing rank, before anyone enters the all-reduce.
+        let outcome = learner
+            .learn(self.episodes)
+            .map(|report| WorkerStats::from_report(&report));
+        let mut record = ctx.share_record(outcome, |stats| {
+            let mut record = ctx.record(stats);
+            record.scalars = stats[0].scalars.clone();
+            Ok(record)
+        })?;
+
+        // 2. Average the parameters: every worker continues from the mean.
+        //    Each worker's optimiser has seen only its own gradients; they
+        //    all adopt rank 0's, so every worker holds one state — the state
+        //    a checkpoint saves and a resume restores exactly.
+        let comm = ctx.comm();
+        let mut params = learner.parameters();
+        comm.all_reduce_sum(&mut params)?;
+        let workers = comm.size() as f32;
+        params.iter_mut().for_each(|p| *p /= workers);
+        learner.set_parameters(&params)?;
+        ctx.broadcast_state(learner)?;
+
+        // 3. Evaluate the average now and then; rank 0 evaluates, everyone
+        //    receives the report so every rank ends with the same record.
+        if ctx.iteration().is_multiple_of(self.eval_interval) || ctx.is_last() {
+            let seed = self.eval_seed;
+            let eval = ctx.share(
+                comm.is_root()
+                    .then(|| learner.evaluate(self.eval_episodes, seed)),
+            )?;
+            record.eval_env_steps += eval_steps(&eval);
+            record.eval = Some(eval);
+        }
+        Ok(record)
+    }
+}
+
+/// The same flags as `shoal train`.
+#[derive(Parser)]
+#[command(about = "Train with local SGD, a strategy defined outside shoal")]
+struct Cli {
+    #[command(flatten)]
+    train: TrainArgs,
+}
+
+fn main() {
+    let mut args = Cli::parse().train;
+    if args.resume.is_none() {
+        args.source.get_or_insert_with(|| "toy-reinforce".into());
+        args.overrides.push(format!("parallel.strategy=\"{NAME}\""));
+    }
+    let outcome = args.resolve().and_then(|cfg| {
+        if cfg.parallel.strategy != StrategyKind::Custom(NAME.into()) {
+            return Err(shoal::core::Error::Config(format!(
+                "this program trains with {NAME}, the run asks for {}",
+                cfg.parallel.strategy
+            )));
+        }
+        let plan = Plan {
+            cfg,
+            out: args.out.clone(),
+            resume: args.resume.clone(),
+            quiet: args.quiet,
+        };
+        run_strategy(&plan, |setup| Ok(LocalSgd::new(setup)))
+    });
+    match outcome {
+        Ok(Some((run_dir, summary))) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&summary).expect("summary is JSON")
+            );
+            eprintln!("run directory: {}", run_dir.display());
+        }
+        Ok(None) => {} // a worker process or MPI rank > 0: rank 0 reports
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    }
 }

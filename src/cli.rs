@@ -102,10 +102,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
 }
 
 fn validate(cfg: &RunConfig) -> Result<()> {
-    if cfg.parallel.workers == 0 {
-        return Err(Error::Config("parallel.workers must be at least 1".into()));
-    }
-    cfg.parallel.backend.parse::<shoal_parallel::Backend>()?;
+    cfg.parallel.validate()?;
     if cfg.train.eval_every == 0 || cfg.train.checkpoint_every == 0 {
         return Err(Error::Config(
             "train.eval_every and train.checkpoint_every must be ≥ 1".into(),

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use shoal_algo::{DdpgConfig, HacConfig, ReinforceConfig};
 use shoal_core::{Error, Result};
+use shoal_parallel::Backend;
 
 use crate::overrides::apply_override;
 
@@ -90,17 +91,63 @@ impl Default for TrainConfig {
     }
 }
 
+/// Which strategy trains a run's workers together: one of shoal's, or one
+/// defined by a program that uses shoal as a library (its
+/// `Strategy::name`, run through [`crate::train::run_strategy`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyKind {
+    /// One learner, no parallel strategy.
+    None,
+    /// Branch-and-merge pool ([`shoal_parallel::Pool`]).
+    Pool,
+    /// Rollout gather to rank 0 ([`shoal_parallel::RolloutGather`]).
+    Gather,
+    /// Gradient averaging ([`shoal_parallel::GradientAveraging`]).
+    Averaging,
+    /// A strategy shoal does not define, by its name.
+    #[serde(untagged)]
+    Custom(String),
+}
+
+impl StrategyKind {
+    /// The strategies `shoal train` runs itself.
+    pub const BUILT_IN: [StrategyKind; 4] = [
+        StrategyKind::None,
+        StrategyKind::Pool,
+        StrategyKind::Gather,
+        StrategyKind::Averaging,
+    ];
+
+    /// The name in configs and records (the strategy's `Strategy::name`).
+    pub fn name(&self) -> &str {
+        match self {
+            StrategyKind::None => "none",
+            StrategyKind::Pool => "pool",
+            StrategyKind::Gather => "gather",
+            StrategyKind::Averaging => "averaging",
+            StrategyKind::Custom(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for StrategyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Parallel training: how many workers, on which backend, with which strategy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ParallelConfig {
-    /// Worker count. Default 1.
+    /// Worker count, 1 to `shoal_parallel::MAX_WORKERS`. Default 1.
     pub workers: usize,
     /// `threads`, `processes` or `mpi`. Default `threads`.
-    pub backend: String,
+    pub backend: Backend,
     /// `none` (single learner), `pool` (branch-and-merge), `gather` (rollout
-    /// gather) or `gradient` (gradient averaging). Default `none`.
-    pub strategy: String,
+    /// gather) or `averaging` (gradient averaging). Default `none`.
+    pub strategy: StrategyKind,
     /// Pool: training episodes each worker runs per iteration. Default 10.
     pub episodes_per_iteration: usize,
     /// Pool: frozen-policy episodes per candidate evaluation. Default 3.
@@ -108,18 +155,57 @@ pub struct ParallelConfig {
     /// Pool: learning-rate multiplier of worker 0 (a guard against steps that
     /// are too large). Default 0.1.
     pub worker0_lr_scale: f64,
+    /// Processes backend: the longest, in seconds, any rank waits for
+    /// another inside one collective before the run fails naming it (a
+    /// stopped, deadlocked or vanished worker; a silent rank 0). Must exceed
+    /// the longest stretch of work between two collectives. Default 600.
+    pub timeout_s: f64,
 }
 
 impl Default for ParallelConfig {
     fn default() -> Self {
         ParallelConfig {
             workers: 1,
-            backend: "threads".into(),
-            strategy: "none".into(),
+            backend: Backend::Threads,
+            strategy: StrategyKind::None,
             episodes_per_iteration: 10,
             pool_eval_episodes: 3,
             worker0_lr_scale: 0.1,
+            timeout_s: 600.0,
         }
+    }
+}
+
+impl ParallelConfig {
+    /// Checks the settings a parallel run depends on.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 || self.workers > shoal_parallel::MAX_WORKERS {
+            return Err(Error::Config(format!(
+                "parallel.workers must be between 1 and {}, got {}",
+                shoal_parallel::MAX_WORKERS,
+                self.workers
+            )));
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 604_800.0) {
+            return Err(Error::Config(format!(
+                "parallel.timeout_s must be a number of seconds in (0, 604800], got {}",
+                self.timeout_s
+            )));
+        }
+        if !(self.worker0_lr_scale.is_finite() && self.worker0_lr_scale > 0.0) {
+            return Err(Error::Config(format!(
+                "parallel.worker0_lr_scale must be positive and finite, got {}",
+                self.worker0_lr_scale
+            )));
+        }
+        if let StrategyKind::Custom(name) = &self.strategy
+            && (name.is_empty() || name.len() > 64)
+        {
+            return Err(Error::Config(format!(
+                "parallel.strategy must name a strategy, got `{name}`"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -174,7 +260,7 @@ pub fn preset(name: &str) -> Result<RunConfig> {
         "worm-pool" => RunConfig {
             parallel: ParallelConfig {
                 workers: 2,
-                strategy: "pool".into(),
+                strategy: StrategyKind::Pool,
                 ..ParallelConfig::default()
             },
             ..preset("worm-reinforce")?
@@ -248,7 +334,7 @@ fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
             checkpoint_every: 1_000,
         },
         parallel: ParallelConfig {
-            strategy: "none".into(),
+            strategy: StrategyKind::None,
             episodes_per_iteration: 2,
             ..ParallelConfig::default()
         },

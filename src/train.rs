@@ -22,10 +22,10 @@ use shoal_eval::{
 };
 use shoal_parallel::{
     AveragingConfig, Communicator, Control, Counters, GatherConfig, GradientAveraging,
-    IterationRecord, Pool, PoolConfig, Resume, RolloutGather, Strategy, launch,
+    IterationRecord, Pool, PoolConfig, ProcessConfig, Resume, RolloutGather, Strategy, launch_with,
 };
 
-use crate::config::{AlgoConfig, EnvConfig, RunConfig};
+use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind};
 use crate::progress::ProgressReporter;
 
 /// Seed stream of the evaluation episodes: the same for every evaluation of a
@@ -120,7 +120,7 @@ pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<d
 /// experience budget: the total replay size is split between them, not
 /// multiplied.
 fn replay_share(cfg: &RunConfig, total: usize) -> usize {
-    if cfg.parallel.strategy == "gradient" {
+    if cfg.parallel.strategy == StrategyKind::Averaging {
         (total / cfg.parallel.workers.max(1)).max(1)
     } else {
         total
@@ -173,22 +173,142 @@ pub struct Plan {
 /// on rank 0, `None` on other ranks.
 pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
-    if cfg.parallel.strategy == "none" {
-        if cfg.parallel.workers != 1 {
-            return Err(Error::Config(format!(
-                "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} workers \
-                 also --set parallel.strategy=pool|gather|gradient",
-                cfg.preset, cfg.parallel.workers
-            )));
+    cfg.parallel.validate()?;
+    match &cfg.parallel.strategy {
+        StrategyKind::None => {
+            if cfg.parallel.workers != 1 {
+                return Err(Error::Config(format!(
+                    "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} \
+                     workers also --set parallel.strategy=pool|gather|averaging",
+                    cfg.preset, cfg.parallel.workers
+                )));
+            }
+            let (run, checkpoint) = open_run(plan)?;
+            let summary = train_single(cfg, &run, checkpoint.as_ref(), plan.quiet)?;
+            Ok(Some((run.path().to_path_buf(), summary)))
         }
-        let (run, checkpoint) = open_run(plan)?;
-        let summary = train_single(cfg, &run, checkpoint.as_ref(), plan.quiet)?;
-        return Ok(Some((run.path().to_path_buf(), summary)));
+        StrategyKind::Pool => run_parallel(
+            plan,
+            |cfg, rank| {
+                // The guard: worker 0 takes smaller steps.
+                let scale = if rank == 0 {
+                    cfg.parallel.worker0_lr_scale
+                } else {
+                    1.0
+                };
+                make_learner(cfg, rank, scale)
+            },
+            |setup| {
+                Ok(Pool::new(
+                    PoolConfig::default()
+                        .iterations(setup.iterations)
+                        .episodes_per_iteration(setup.episodes_per_iteration)
+                        .eval_episodes(setup.cfg.parallel.pool_eval_episodes)
+                        .seed(setup.eval_seed)
+                        .memory_interval(setup.checkpoint_interval),
+                ))
+            },
+        ),
+        StrategyKind::Gather => run_parallel(plan, make_rollout_learner, |setup| {
+            Ok(RolloutGather::new(
+                GatherConfig::default()
+                    .iterations(setup.iterations)
+                    .episodes_per_worker(setup.episodes_per_iteration)
+                    .eval_interval(setup.eval_interval)
+                    .eval_episodes(setup.cfg.train.eval_episodes)
+                    .seed(setup.eval_seed),
+            ))
+        }),
+        StrategyKind::Averaging => run_strategy(plan, |setup| {
+            Ok(GradientAveraging::new(
+                AveragingConfig::default()
+                    .iterations(setup.iterations)
+                    .episodes_per_iteration(setup.episodes_per_iteration)
+                    .eval_interval(setup.eval_interval)
+                    .eval_episodes(setup.cfg.train.eval_episodes)
+                    .seed(setup.eval_seed)
+                    .memory_interval(setup.checkpoint_interval),
+            ))
+        }),
+        StrategyKind::Custom(name) => Err(Error::Config(format!(
+            "parallel.strategy `{name}` is not one shoal train runs (none, pool, gather, \
+             averaging); a strategy defined in another program runs through that program \
+             (shoal::train::run_strategy)"
+        ))),
     }
-    let backend = cfg.parallel.backend.parse()?;
-    launch(backend, cfg.parallel.workers, |comm: &dyn Communicator| {
-        train_parallel(plan, comm)
-    })
+}
+
+/// What a strategy factory gets on each rank to build its strategy: the
+/// run's config and the schedule `shoal train` derives from its budget.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct StrategySetup<'a> {
+    /// The run's configuration.
+    pub cfg: &'a RunConfig,
+    /// This rank.
+    pub rank: usize,
+    /// Number of workers.
+    pub workers: usize,
+    /// Iterations of the whole run: `train.episodes` over
+    /// `workers × episodes_per_iteration`, rounded up.
+    pub iterations: u64,
+    /// Training episodes per worker and iteration
+    /// (`parallel.episodes_per_iteration`).
+    pub episodes_per_iteration: usize,
+    /// Evaluate every this many iterations (`train.eval_every` in iterations).
+    pub eval_interval: u64,
+    /// Checkpoint every this many iterations (`train.checkpoint_every` in
+    /// iterations); gather every worker's memory on the same ones.
+    pub checkpoint_interval: u64,
+    /// Seed of the evaluation episodes, the same for every evaluation.
+    pub eval_seed: u64,
+}
+
+/// Trains `plan` with the strategy `make_strategy` builds on every rank, on
+/// the backend and worker count of `plan.cfg.parallel`, with everything
+/// `shoal train` gives its own strategies: the run directory (locked,
+/// `config.toml`), `metrics.jsonl`, checkpoints holding every worker's
+/// replay memory, `--resume` from them, the final evaluation and
+/// `summary.json`. `plan.cfg.parallel.strategy` must carry the strategy's
+/// [`Strategy::name`], so configs, records and summaries use one name.
+///
+/// This is how a strategy written in another crate runs like a built-in;
+/// `examples/custom_strategy.rs` shows it end to end. Returns the run
+/// directory and summary on rank 0, `None` on other ranks.
+pub fn run_strategy<S, F>(plan: &Plan, make_strategy: F) -> Result<Option<(PathBuf, Summary)>>
+where
+    S: Strategy<Box<dyn GradientLearner>>,
+    F: Fn(&StrategySetup<'_>) -> Result<S> + Sync,
+{
+    run_parallel(
+        plan,
+        |cfg, rank| make_learner(cfg, rank, 1.0),
+        make_strategy,
+    )
+}
+
+/// Launches the backend and runs [`train_parallel`] on every rank.
+fn run_parallel<L, S, M, F>(
+    plan: &Plan,
+    make_learner: M,
+    make_strategy: F,
+) -> Result<Option<(PathBuf, Summary)>>
+where
+    L: Learner,
+    S: Strategy<L>,
+    M: Fn(&RunConfig, usize) -> Result<L> + Sync,
+    F: Fn(&StrategySetup<'_>) -> Result<S> + Sync,
+{
+    let cfg = &plan.cfg;
+    cfg.parallel.validate()?;
+    let processes = ProcessConfig::default()
+        .timeout(std::time::Duration::from_secs_f64(cfg.parallel.timeout_s));
+    launch_with(
+        cfg.parallel.backend,
+        cfg.parallel.workers,
+        &processes,
+        |comm: &dyn Communicator| train_parallel(plan, comm, &make_learner, &make_strategy),
+    )
     .map(Option::flatten)
 }
 
@@ -489,7 +609,18 @@ fn checkpoint_counters(ckpt: &Checkpoint) -> Counters {
 }
 
 /// The body every rank runs in a parallel run.
-fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBuf, Summary)>> {
+fn train_parallel<L, S, M, F>(
+    plan: &Plan,
+    comm: &dyn Communicator,
+    make_learner: &M,
+    make_strategy: &F,
+) -> Result<Option<(PathBuf, Summary)>>
+where
+    L: Learner,
+    S: Strategy<L>,
+    M: Fn(&RunConfig, usize) -> Result<L>,
+    F: Fn(&StrategySetup<'_>) -> Result<S>,
+{
     let cfg = &plan.cfg;
     // Rank 0 alone touches the file system; the others learn whether it could.
     let mut setup = None;
@@ -516,9 +647,25 @@ fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBu
 
     let workers = comm.size() as u64;
     let per_worker = cfg.parallel.episodes_per_iteration.max(1) as u64;
-    let iterations = cfg.train.episodes.div_ceil(per_worker * workers).max(1);
-    let eval_interval = (cfg.train.eval_every / (per_worker * workers)).max(1);
-    let checkpoint_interval = (cfg.train.checkpoint_every / (per_worker * workers)).max(1);
+    let schedule = StrategySetup {
+        cfg,
+        rank: comm.rank(),
+        workers: comm.size(),
+        iterations: cfg.train.episodes.div_ceil(per_worker * workers).max(1),
+        episodes_per_iteration: per_worker as usize,
+        eval_interval: (cfg.train.eval_every / (per_worker * workers)).max(1),
+        checkpoint_interval: (cfg.train.checkpoint_every / (per_worker * workers)).max(1),
+        eval_seed: eval_seed(cfg),
+    };
+    let mut strategy = make_strategy(&schedule)?;
+    if strategy.name() != cfg.parallel.strategy.name() {
+        return Err(Error::Config(format!(
+            "the strategy calls itself `{}` but parallel.strategy is `{}`; give both one name",
+            strategy.name(),
+            cfg.parallel.strategy
+        )));
+    }
+    let mut learner = make_learner(cfg, comm.rank())?;
     // The strategies hand each rank its own replay memory back from rank 0.
     let resume = match &setup {
         Some((_, Some(ckpt), _)) => Resume {
@@ -529,86 +676,31 @@ fn train_parallel(plan: &Plan, comm: &dyn Communicator) -> Result<Option<(PathBu
         _ => Resume::default(),
     };
     let mut recorder = setup.as_mut().map(|(_, _, recorder)| recorder);
-    let mut observe = |record: &IterationRecord, learner: &dyn Learner| -> Result<Control> {
-        let recorder = recorder.as_mut().expect("the callback runs on rank 0");
-        recorder.iteration(record, learner, checkpoint_interval, iterations)
-    };
-
-    let rank = comm.rank();
-    let (mut final_learner, outcome): (Box<dyn Learner>, _) = match cfg.parallel.strategy.as_str() {
-        "pool" => {
-            let scale = if rank == 0 {
-                cfg.parallel.worker0_lr_scale
-            } else {
-                1.0
-            };
-            let mut learner = make_learner(cfg, rank, scale)?;
-            let config = PoolConfig::default()
-                .iterations(iterations)
-                .episodes_per_iteration(per_worker as usize)
-                .eval_episodes(cfg.parallel.pool_eval_episodes)
-                .seed(eval_seed(cfg))
-                .memory_interval(checkpoint_interval);
-            let outcome = Pool::new(config).resume(resume).run(
-                comm,
-                &mut learner,
-                &mut |r, l: &Box<dyn GradientLearner>| observe(r, l),
-            )?;
-            (Box::new(learner), outcome)
-        }
-        "gather" => {
-            let mut learner = make_rollout_learner(cfg, rank)?;
-            let config = GatherConfig::default()
-                .iterations(iterations)
-                .episodes_per_worker(per_worker as usize)
-                .eval_interval(eval_interval)
-                .eval_episodes(cfg.train.eval_episodes)
-                .seed(eval_seed(cfg));
-            let outcome = RolloutGather::new(config).resume(resume).run(
-                comm,
-                &mut learner,
-                &mut |r, l: &Box<dyn RolloutLearner>| observe(r, l),
-            )?;
-            (Box::new(learner), outcome)
-        }
-        "gradient" => {
-            let mut learner = make_learner(cfg, rank, 1.0)?;
-            let config = AveragingConfig::default()
-                .iterations(iterations)
-                .episodes_per_iteration(per_worker as usize)
-                .eval_interval(eval_interval)
-                .eval_episodes(cfg.train.eval_episodes)
-                .seed(eval_seed(cfg))
-                .memory_interval(checkpoint_interval);
-            let outcome = GradientAveraging::new(config).resume(resume).run(
-                comm,
-                &mut learner,
-                &mut |r, l: &Box<dyn GradientLearner>| observe(r, l),
-            )?;
-            (Box::new(learner), outcome)
-        }
-        other => {
-            return Err(Error::Config(format!(
-                "unknown parallel.strategy `{other}` (strategies: none, pool, gather, gradient)"
-            )));
-        }
-    };
-    let Some((run, _, recorder)) = setup else {
+    let (checkpoint_interval, iterations) = (schedule.checkpoint_interval, schedule.iterations);
+    let outcome = strategy.resume(
+        comm,
+        &mut learner,
+        &resume,
+        &mut |record: &IterationRecord, learner: &L| -> Result<Control> {
+            let recorder = recorder.as_mut().expect("the callback runs on rank 0");
+            recorder.iteration(record, learner, checkpoint_interval, iterations)
+        },
+    )?;
+    let Some((run, _, mut recorder)) = setup else {
         return Ok(None);
     };
-    let mut recorder = recorder;
     recorder.progress.finish();
     let wall = recorder.wall();
-    let summary = finish_run(cfg, &run, final_learner.as_mut(), outcome.counters, wall)?;
+    let summary = finish_run(cfg, &run, &mut learner, outcome.counters, wall)?;
     Ok(Some((run.path().to_path_buf(), summary)))
 }
 
 /// Final frozen-policy evaluation and `summary.json`, plus reference numbers
 /// for the task (the worm's best travelling-wave gait).
-pub fn finish_run(
+pub fn finish_run<L: Learner + ?Sized>(
     cfg: &RunConfig,
     run: &RunDir,
-    learner: &mut dyn Learner,
+    learner: &mut L,
     counters: Counters,
     wall_s: f64,
 ) -> Result<Summary> {
@@ -622,7 +714,7 @@ pub fn finish_run(
     .eval(eval.episodes as u64, eval.return_mean, eval.success_rate)
     .extra("eval_return_std", eval.return_std)
     .extra("workers", cfg.parallel.workers)
-    .extra("strategy", cfg.parallel.strategy.as_str());
+    .extra("strategy", cfg.parallel.strategy.name());
     if let EnvConfig::Worm(worm) = &cfg.env {
         let gait = shoal_env::best_travelling_wave(worm, cfg.seed);
         summary = summary

@@ -153,7 +153,7 @@ fn resumed_gradient_run_restores_every_workers_replay_memory() {
             "--workers",
             "2",
             "--set",
-            "parallel.strategy=\"gradient\"",
+            "parallel.strategy=\"averaging\"",
             "--set",
             &episodes,
             "--set",
@@ -338,7 +338,7 @@ fn summary_without_wall(run: &Path) -> serde_json::Value {
 #[test]
 fn every_strategy_gives_the_same_run_on_threads_and_processes() {
     let dir = scratch("backends");
-    for strategy in ["pool", "gather", "gradient"] {
+    for strategy in ["pool", "gather", "averaging"] {
         let mut runs = Vec::new();
         for backend in ["threads", "processes"] {
             let out_dir = format!("{strategy}-{backend}");
@@ -403,7 +403,7 @@ fn pool_metrics_name_the_winner_and_every_candidate() {
 fn several_workers_need_a_parallel_strategy() {
     let dir = scratch("no-strategy");
     let out = shoal(&["train", "toy-reinforce", "--workers", "2"], &dir);
-    assert_clean_failure(&out, "parallel.strategy=pool|gather|gradient");
+    assert_clean_failure(&out, "parallel.strategy=pool|gather|averaging");
     assert!(
         !dir.join("runs").exists(),
         "nothing is written for a refused run"

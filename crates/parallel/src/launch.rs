@@ -22,7 +22,7 @@ use crate::threads::run_threads;
 /// assert!(err.contains("threads, processes, mpi"), "{err}");
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Backend {
     /// One thread per rank in this process ([`run_threads`]).
     #[default]
@@ -59,6 +59,15 @@ impl Backend {
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Config files name backends as [`FromStr`] does, with its error message.
+impl TryFrom<String> for Backend {
+    type Error = Error;
+
+    fn try_from(name: String) -> Result<Self> {
+        name.parse()
     }
 }
 

@@ -6,6 +6,23 @@
 //! same bits as on the threads and processes backends (MPI's own reduction
 //! order is unspecified). On two ranks each element is a single addition,
 //! which commutes, so `MPI_Allreduce` is used.
+//!
+//! # Faults
+//!
+//! MPI itself decides what a dead or hung rank does, not shoal: a rank that
+//! dies makes `mpirun` end the whole job (OpenMPI prints which rank exited);
+//! a rank whose learner fails prints its error and calls `MPI_Abort`
+//! ([`launch`](crate::launch)), so the others never wait for it; a rank that
+//! hangs (stopped, deadlocked) leaves the others blocked inside the next
+//! collective, as in any MPI program: bound the job with `mpirun --timeout
+//! SECONDS` (OpenMPI) or the scheduler's time limit. Where it is cheap —
+//! `barrier`, `gather_bytes` and `broadcast_bytes`, which move state and
+//! memories rather than every gradient — the ranks first agree on which
+//! collective they are in (one all-reduce of a 16-byte descriptor), so a
+//! strategy that calls different collectives on different ranks is an
+//! [`Error::Comm`] on every rank instead of a hang or garbage. The float
+//! collectives on the hot path are not checked: a length mismatch there is
+//! an MPI error that ends the job.
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
@@ -15,6 +32,11 @@ use mpi::traits::{Communicator as _, CommunicatorCollectives, Root};
 use shoal_core::{Error, Result};
 
 use crate::comm::{Communicator, add_into, check_root, comm_error};
+
+/// Descriptors of the collectives whose ranks check that they agree.
+const OP_BARRIER: u64 = 1;
+const OP_GATHER: u64 = 2;
+const OP_BROADCAST_BYTES: u64 = 3;
 
 /// The [`Communicator`] of one MPI rank over `MPI_COMM_WORLD`.
 ///
@@ -53,6 +75,25 @@ impl MpiComm {
         })
     }
 
+    /// Checks that every rank is in the same collective: `op` names the call
+    /// and `detail` its root. Every rank learns the verdict, so a mismatch
+    /// fails everywhere at once.
+    fn agree(&self, op: u64, detail: u64, call: &str) -> Result<()> {
+        // max over (x, !x) gives the largest and, negated, the smallest value.
+        let mine = [op, detail, !op, !detail];
+        let mut seen = [0u64; 4];
+        self.world
+            .all_reduce_into(&mine[..], &mut seen[..], SystemOperation::max());
+        if seen[0] != !seen[2] || seen[1] != !seen[3] {
+            return Err(comm_error(format!(
+                "ranks disagree on the collective: rank {} called {call}, another rank \
+                 called something else",
+                self.rank
+            )));
+        }
+        Ok(())
+    }
+
     /// Aborts every rank of the job with `code` (`MPI_Abort`).
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
@@ -87,8 +128,8 @@ impl Communicator for MpiComm {
     }
 
     fn barrier(&self) -> Result<()> {
-        self.world.barrier();
-        Ok(())
+        // The agreement is itself a synchronisation of every rank.
+        self.agree(OP_BARRIER, 0, "barrier()")
     }
 
     fn broadcast(&self, values: &mut [f32], root: usize) -> Result<()> {
@@ -127,6 +168,11 @@ impl Communicator for MpiComm {
 
     fn gather_bytes(&self, payload: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
         check_root(root, self.size, "gather_bytes")?;
+        self.agree(
+            OP_GATHER,
+            root as u64,
+            &format!("gather_bytes(root {root})"),
+        )?;
         let length = mpi_count(payload.len(), "gather_bytes")?;
         let spare = [0u8; 1];
         let payload = real_address(payload, &spare);
@@ -162,6 +208,11 @@ impl Communicator for MpiComm {
 
     fn broadcast_bytes(&self, bytes: &mut Vec<u8>, root: usize) -> Result<()> {
         check_root(root, self.size, "broadcast_bytes")?;
+        self.agree(
+            OP_BROADCAST_BYTES,
+            root as u64,
+            &format!("broadcast_bytes(root {root})"),
+        )?;
         let root_process = self.world.process_at_rank(root as i32);
         let mut length = bytes.len() as u64;
         root_process.broadcast_into(&mut length);
@@ -189,5 +240,19 @@ mod tests {
         let comm = MpiComm::init().unwrap();
         check_communicator(&comm).unwrap();
         assert!(MpiComm::init().is_err(), "MPI cannot be initialised twice");
+        if comm.size() > 1 {
+            // Different collectives on different ranks: an error everywhere,
+            // after which the communicator still works.
+            let result = if comm.rank() == 0 {
+                comm.barrier()
+            } else {
+                comm.gather_bytes(b"x", 0).map(|_| ())
+            };
+            let message = result.unwrap_err().to_string();
+            assert!(message.contains("ranks disagree"), "{message}");
+            let mut bytes = b"again".to_vec();
+            comm.broadcast_bytes(&mut bytes, 0).unwrap();
+            assert_eq!(bytes, b"again");
+        }
     }
 }

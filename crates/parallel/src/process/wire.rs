@@ -52,14 +52,6 @@ impl Deadline {
         Deadline(Instant::now().checked_add(wait))
     }
 
-    /// Whichever of the two comes first.
-    pub(super) fn min(self, other: Deadline) -> Self {
-        match (self.0, other.0) {
-            (Some(a), Some(b)) => Deadline(Some(a.min(b))),
-            (a, b) => Deadline(a.or(b)),
-        }
-    }
-
     pub(super) fn passed(self) -> bool {
         self.0.is_some_and(|at| Instant::now() >= at)
     }
@@ -452,7 +444,6 @@ mod tests {
         let soon = Deadline::after(Duration::ZERO);
         assert!(!never.passed());
         assert!(soon.passed());
-        assert!(never.min(soon).passed());
-        assert!(Deadline::after(Duration::MAX).min(never).0.is_none());
+        assert!(Deadline::after(Duration::MAX).0.is_none());
     }
 }

@@ -236,15 +236,31 @@ impl<'a> Context<'a> {
 
     /// Loads the resumed state (if any) on every rank, else rank 0's
     /// learner's state, so every worker starts from the same agent,
-    /// optimiser moments included.
+    /// optimiser moments included. For [`Strategy::start`].
     pub fn start_from_root<L: Learner + ?Sized>(&self, learner: &mut L) -> Result<()> {
-        let mut state = match (&self.resume.state, self.comm.is_root()) {
-            (Some(state), true) => state.clone(),
-            (None, true) => learner.save_state(),
-            (_, false) => Vec::new(),
+        match (&self.resume.state, self.comm.is_root()) {
+            (Some(state), true) => {
+                let mut state = state.clone();
+                self.comm.broadcast_bytes(&mut state, 0)?;
+                learner.load_state(&state)
+            }
+            _ => self.broadcast_state(learner),
+        }
+    }
+
+    /// Every rank adopts rank 0's learner state as it is now
+    /// ([`Learner::save_state`]): the same agent and optimiser everywhere.
+    pub fn broadcast_state<L: Learner + ?Sized>(&self, learner: &mut L) -> Result<()> {
+        let mut state = if self.comm.is_root() {
+            learner.save_state()
+        } else {
+            Vec::new()
         };
         self.comm.broadcast_bytes(&mut state, 0)?;
-        learner.load_state(&state)
+        if !self.comm.is_root() {
+            learner.load_state(&state)?;
+        }
+        Ok(())
     }
 
     /// Gives every worker its own replay memory back from the resume point

@@ -1,0 +1,54 @@
+//! Helpers shared by the end-to-end tests: running the `shoal` binary,
+//! scratch directories, and the "one clear error line" check.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `shoal` binary under test.
+pub fn shoal_command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_shoal"))
+}
+
+/// Runs `shoal args…` in `cwd` to completion.
+pub fn shoal(args: &[&str], cwd: &Path) -> Output {
+    shoal_command()
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the shoal binary runs")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A scratch directory under the target dir, fresh for each test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Exits non-zero (not by a signal) with exactly one `error:` line and no
+/// panic trace.
+pub fn assert_clean_failure(out: &Output, needle: &str) {
+    let err = stderr(out);
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {err}"
+    );
+    assert!(
+        out.status.code().is_some(),
+        "ended by a signal ({:?}), not an error: {err}",
+        out.status
+    );
+    assert!(!err.contains("panicked"), "panic trace in stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "expected `{needle}` in: {err}");
+}

@@ -1,0 +1,119 @@
+//! A strategy defined outside shoal (`examples/custom_strategy.rs`, local
+//! SGD) runs like a built-in: its run directory is plotted and evaluated by
+//! `shoal`, and a resumed run equals an uninterrupted one, record for
+//! record, on threads and on processes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{assert_clean_failure, scratch, shoal};
+
+/// The example binary, which `cargo test` builds beside the test binaries.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    profile_dir.join("examples").join("custom_strategy")
+}
+
+const SCHEDULE: &[&str] = &[
+    "--set",
+    "train.eval_every=160",
+    "--set",
+    "train.checkpoint_every=160",
+    "--quiet",
+];
+
+fn run_example(dir: &Path, args: &[&str]) {
+    let out = Command::new(example())
+        .args(args)
+        .args(SCHEDULE)
+        .current_dir(dir)
+        .output()
+        .expect("the example runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every record of a run's `metrics.jsonl`, wall-clock times removed.
+fn records(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record.as_object_mut().unwrap().remove("wall_s");
+            record
+        })
+        .collect()
+}
+
+#[test]
+fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
+    let dir = scratch("custom-strategy");
+    let mut uninterrupted = None;
+    for backend in ["threads", "processes"] {
+        let whole = format!("{backend}-whole");
+        let split = format!("{backend}-split");
+        let common = ["--backend", backend, "--workers", "2"];
+        run_example(
+            &dir,
+            &[
+                &common[..],
+                &["--set", "train.episodes=320", "--out", &whole],
+            ]
+            .concat(),
+        );
+        run_example(
+            &dir,
+            &[
+                &common[..],
+                &["--set", "train.episodes=160", "--out", &split],
+            ]
+            .concat(),
+        );
+        run_example(
+            &dir,
+            &[
+                &common[..],
+                &["--set", "train.episodes=320", "--resume", &split],
+            ]
+            .concat(),
+        );
+        let whole_records = records(&dir.join(&whole));
+        assert_eq!(whole_records.len(), 18, "16 iterations and 2 evaluations");
+        assert!(
+            whole_records
+                .iter()
+                .filter(|r| r["kind"] == "iteration")
+                .all(|r| r["strategy"] == "local-sgd" && r["workers"] == 2)
+        );
+        assert_eq!(records(&dir.join(&split)), whole_records, "{backend}");
+        let config = std::fs::read_to_string(dir.join(&whole).join("config.toml")).unwrap();
+        assert!(config.contains("strategy = \"local-sgd\""), "{config}");
+        match &uninterrupted {
+            None => uninterrupted = Some(whole_records),
+            Some(threads) => assert_eq!(&whole_records, threads, "processes equal threads"),
+        }
+
+        // shoal's own tools accept the run directory.
+        let plot = shoal(&["plot", &whole], &dir);
+        assert!(plot.status.success());
+        let png = std::fs::read(dir.join(&whole).join("plots").join("eval.png")).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let eval = shoal(&["eval", &whole, "--episodes", "4"], &dir);
+        assert!(eval.status.success());
+        let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
+        assert_eq!(report["episodes"], 4);
+        assert!(report["return_mean"].as_f64().unwrap().is_finite());
+    }
+    // `shoal train` does not know local SGD: one line saying where it runs.
+    assert_clean_failure(
+        &shoal(&["train", "--resume", "threads-whole"], &dir),
+        "parallel.strategy `local-sgd` is not one shoal train runs",
+    );
+}
