@@ -57,26 +57,31 @@ fn has_iteration_record(run: &Path) -> bool {
     std::fs::read_to_string(run.join("metrics.jsonl")).is_ok_and(|m| m.contains("\"iteration\""))
 }
 
+/// A pool of two worker processes on the toy task.
+const POOL_ON_PROCESSES: &[&str] = &[
+    "train",
+    "toy-reinforce",
+    "--workers",
+    "2",
+    "--backend",
+    "processes",
+    "--set",
+    "parallel.strategy=\"pool\"",
+    "--quiet",
+];
+
 #[test]
 fn a_stopped_process_worker_fails_the_run_within_the_timeout() {
     let dir = scratch("stopped-worker");
     let mut rank_zero = shoal_command()
+        .args(POOL_ON_PROCESSES)
         .args([
-            "train",
-            "toy-reinforce",
-            "--workers",
-            "2",
-            "--backend",
-            "processes",
-            "--set",
-            "parallel.strategy=\"pool\"",
             "--set",
             "parallel.timeout_s=3",
             "--set",
             "train.episodes=10000000",
             "--out",
             "run",
-            "--quiet",
         ])
         .current_dir(&dir)
         // Its own process group: a stopped member of an orphaned group gets
@@ -134,17 +139,7 @@ fn worker_facing(lie: Lie) -> std::process::Output {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let mut worker = shoal_command()
-        .args([
-            "train",
-            "toy-reinforce",
-            "--workers",
-            "2",
-            "--backend",
-            "processes",
-            "--set",
-            "parallel.strategy=\"pool\"",
-            "--quiet",
-        ])
+        .args(POOL_ON_PROCESSES)
         .current_dir(&dir)
         .env("SHOAL_RANK", "1")
         .env("SHOAL_WORLD_SIZE", "2")
