@@ -27,7 +27,7 @@ use shoal::cli::TrainArgs;
 use shoal::config::StrategyKind;
 use shoal::core::{GradientLearner, Result};
 use shoal::parallel::{Context, IterationRecord, Strategy, WorkerStats, eval_steps};
-use shoal::train::{Plan, StrategySetup, run_strategy};
+use shoal::train::{StrategySetup, run_strategy};
 
 /// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
 const NAME: &str = "local-sgd";
@@ -132,13 +132,7 @@ fn main() {
                 cfg.parallel.strategy
             )));
         }
-        let plan = Plan {
-            cfg,
-            out: args.out.clone(),
-            resume: args.resume.clone(),
-            quiet: args.quiet,
-        };
-        run_strategy(&plan, |setup| Ok(LocalSgd::new(setup)))
+        run_strategy(&args.plan(cfg), |setup| Ok(LocalSgd::new(setup)))
     });
     match outcome {
         Ok(Some((run_dir, summary))) => {

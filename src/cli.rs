@@ -7,7 +7,7 @@ use shoal_eval::RunDir;
 
 use crate::config::{PRESETS, RunConfig, preset};
 use crate::overrides::list_keys;
-use crate::train::{Plan, eval_seed, load_run, run};
+use crate::train::{MAX_EVAL_EPISODES, Plan, eval_seed, load_run, run};
 
 /// Arguments of `shoal train`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -32,6 +32,10 @@ pub struct TrainArgs {
     /// Continue the run in DIR from its latest checkpoint.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// With --resume: continue from checkpoint N (`ckpt-N` in DIR/checkpoints)
+    /// or from a checkpoint folder given by path, instead of the latest.
+    #[arg(long, value_name = "N|PATH", requires = "resume")]
+    pub checkpoint: Option<String>,
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
@@ -55,6 +59,18 @@ pub fn train_help() -> String {
 }
 
 impl TrainArgs {
+    /// What to do with `cfg` (from [`TrainArgs::resolve`]): where, and
+    /// whether to resume.
+    pub fn plan(&self, cfg: RunConfig) -> Plan {
+        Plan {
+            cfg,
+            out: self.out.clone(),
+            resume: self.resume.clone(),
+            checkpoint: self.checkpoint.clone(),
+            quiet: self.quiet,
+        }
+    }
+
     /// The config this invocation asks for (before any resume check).
     pub fn resolve(&self) -> Result<RunConfig> {
         let mut overrides = self.overrides.clone();
@@ -84,12 +100,7 @@ impl TrainArgs {
 pub fn train(args: TrainArgs) -> Result<()> {
     let cfg = args.resolve()?;
     validate(&cfg)?;
-    let plan = Plan {
-        cfg,
-        out: args.out.clone(),
-        resume: args.resume.clone(),
-        quiet: args.quiet,
-    };
+    let plan = args.plan(cfg);
     // On parallel runs only rank 0 gets a result; worker processes end here.
     if let Some((run_dir, summary)) = run(&plan)? {
         println!(
@@ -103,19 +114,12 @@ pub fn train(args: TrainArgs) -> Result<()> {
 
 fn validate(cfg: &RunConfig) -> Result<()> {
     cfg.parallel.validate()?;
-    if cfg.train.eval_every == 0 || cfg.train.checkpoint_every == 0 {
-        return Err(Error::Config(
-            "train.eval_every and train.checkpoint_every must be ≥ 1".into(),
-        ));
-    }
     Ok(())
 }
 
 /// `shoal eval`.
 pub fn eval(run_dir: &Path, episodes: usize) -> Result<()> {
-    if episodes == 0 {
-        return Err(Error::Config("--episodes must be at least 1".into()));
-    }
+    check_episodes_flag(episodes, MAX_EVAL_EPISODES)?;
     let (cfg, mut learner) = load_run(run_dir)?;
     let report = learner.evaluate(episodes, eval_seed(&cfg))?;
     println!(
@@ -123,6 +127,17 @@ pub fn eval(run_dir: &Path, episodes: usize) -> Result<()> {
         serde_json::to_string_pretty(&report).expect("report is JSON")
     );
     Ok(())
+}
+
+/// `--episodes N` of `eval` and `render`, between 1 and `max`.
+pub fn check_episodes_flag(episodes: usize, max: usize) -> Result<()> {
+    if (1..=max).contains(&episodes) {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "--episodes must be between 1 and {max}, got {episodes}"
+        )))
+    }
 }
 
 /// `shoal plot`.

@@ -9,7 +9,7 @@ use shoal_algo::{DdpgConfig, HacConfig, ReinforceConfig};
 use shoal_core::{Error, Result};
 use shoal_parallel::Backend;
 
-use crate::overrides::apply_override;
+use crate::overrides::apply_override_with;
 
 /// Which environment to train on, with its settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -385,8 +385,15 @@ impl RunConfig {
         }
         let mut tree = toml::Table::try_from(&base)
             .map_err(|e| Error::Config(format!("cannot represent config as TOML: {e}")))?;
+        // Optional settings are absent while unset; they may be added.
+        let accepts = |tree: &toml::Table| {
+            toml::Value::Table(tree.clone())
+                .try_into::<RunConfig>()
+                .map(drop)
+                .map_err(|e| one_line(&e))
+        };
         for assignment in overrides {
-            apply_override(&mut tree, assignment)?;
+            apply_override_with(&mut tree, assignment, &accepts)?;
         }
         toml::Value::Table(tree)
             .try_into()
@@ -407,7 +414,13 @@ impl RunConfig {
 
 /// toml's errors span several lines with a source excerpt; keep the message.
 fn one_line(e: &toml::de::Error) -> String {
-    let msg = e.message().trim().to_string();
+    // A value's own parser may fail with a shoal error, already prefixed;
+    // the caller prefixes the line again.
+    let msg = e.message().trim();
+    let msg = msg
+        .strip_prefix("invalid configuration: ")
+        .unwrap_or(msg)
+        .to_string();
     match e.span() {
         Some(span) => format!("{msg} (at byte {})", span.start),
         None => msg,

@@ -8,8 +8,16 @@
 use shoal_core::{Error, Result};
 use toml::{Table, Value};
 
-/// Applies `key=value` (dotted key) to `tree`.
-pub fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
+/// Applies `key=value` (dotted key) to `tree`. A key the tree lacks — an
+/// optional setting left out while unset (`algo.max_grad_norm`) — is added
+/// when `accepts`, given the tree with the key added, does not answer with
+/// a message containing "unknown field" (serde's word for a key the config
+/// type does not have); any other answer is the new value's error.
+pub fn apply_override_with(
+    tree: &mut Table,
+    assignment: &str,
+    accepts: &dyn Fn(&Table) -> std::result::Result<(), String>,
+) -> Result<()> {
     let (key, raw) = assignment
         .split_once('=')
         .ok_or_else(|| Error::Config(format!("--set expects key=value, got `{assignment}`")))?;
@@ -20,7 +28,7 @@ pub fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
         .pop()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| Error::Config(format!("--set has an empty key in `{assignment}`")))?;
-    let mut table = tree;
+    let mut table = &mut *tree;
     for (depth, part) in parts.iter().enumerate() {
         table = match table.get_mut(*part) {
             Some(Value::Table(inner)) => inner,
@@ -42,13 +50,36 @@ pub fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
             Ok(())
         }
         None => {
-            let known: Vec<&str> = table.keys().map(String::as_str).collect();
-            Err(Error::Config(format!(
-                "unknown key `{key}` (keys here: {})",
-                known.join(", ")
-            )))
+            let known: Vec<String> = table.keys().cloned().collect();
+            table.insert(leaf.to_string(), value);
+            let verdict = accepts(tree);
+            let table = table_at(tree, &parts);
+            match verdict {
+                Ok(()) => Ok(()),
+                Err(reason) => {
+                    table.remove(leaf);
+                    if reason.contains("unknown field") {
+                        Err(Error::Config(format!(
+                            "unknown key `{key}` (keys here: {})",
+                            known.join(", ")
+                        )))
+                    } else {
+                        Err(Error::Config(format!("`{key}`: {reason}")))
+                    }
+                }
+            }
         }
     }
+}
+
+/// The table at dotted path `parts` below `root`, which is known to exist.
+fn table_at<'t>(root: &'t mut Table, parts: &[&str]) -> &'t mut Table {
+    parts
+        .iter()
+        .fold(root, |table, part| match table.get_mut(*part) {
+            Some(Value::Table(inner)) => inner,
+            _ => unreachable!("the path was walked before"),
+        })
 }
 
 fn article(type_name: &str) -> &'static str {
@@ -102,6 +133,11 @@ pub fn list_keys(tree: &Table) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Overrides of a tree that has no optional keys.
+    fn apply_override(tree: &mut Table, assignment: &str) -> Result<()> {
+        apply_override_with(tree, assignment, &|_| Err("unknown field".into()))
+    }
 
     fn tree() -> Table {
         toml::from_str("seed = 1\n[algo]\nlearning_rate = 0.001\nhidden = [64, 64]\n").unwrap()

@@ -12,13 +12,15 @@ use shoal_eval::{
 use crate::config::{AlgoConfig, EnvConfig, RunConfig};
 use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
 
+/// Most episodes `shoal render` draws into one GIF.
+pub const MAX_RENDER_EPISODES: usize = 100;
+
 /// `shoal render`: rolls out the latest checkpoint's frozen policy for
 /// `episodes` episodes (on the evaluation seeds) and writes an animated GIF
 /// plus a PNG of the last frame. A HAC agent's subgoals are drawn too.
 pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()> {
-    if episodes == 0 {
-        return Err(Error::Config("--episodes must be at least 1".into()));
-    }
+    // Every frame of every episode is held in memory until the GIF is encoded.
+    crate::cli::check_episodes_flag(episodes, MAX_RENDER_EPISODES)?;
     let (cfg, state) = load_run_state(run_dir)?;
     let out = out.map_or_else(|| run_dir.join("render.gif"), Path::to_path_buf);
     let seed = eval_seed(&cfg);

@@ -8,7 +8,8 @@
 //! checkpoints, printing — therefore happens inside the launched body and on
 //! rank 0 only.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::json;
@@ -17,11 +18,11 @@ use shoal_core::{
     Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner, derive_seed,
 };
 use shoal_eval::{
-    Checkpoint, CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Summary,
-    load_latest,
+    CONFIG_FILE, Checkpoint, CheckpointSelector, CheckpointWriter, LOCK_FILE, MetricsLog, Progress,
+    Record, RecordKind, RunDir, Summary, list_checkpoints, load_checkpoint, truncate_metrics,
 };
 use shoal_parallel::{
-    AveragingConfig, Communicator, Control, Counters, GatherConfig, GradientAveraging,
+    AveragingConfig, Backend, Communicator, Control, Counters, GatherConfig, GradientAveraging,
     IterationRecord, Pool, PoolConfig, ProcessConfig, Resume, RolloutGather, Strategy, launch_with,
 };
 
@@ -164,6 +165,8 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     /// `--resume DIR`, if given.
     pub resume: Option<PathBuf>,
+    /// `--checkpoint N|PATH`: which checkpoint to resume from (default: the latest).
+    pub checkpoint: Option<String>,
     /// No progress output.
     pub quiet: bool,
 }
@@ -174,6 +177,11 @@ pub struct Plan {
 pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
     cfg.parallel.validate()?;
+    if plan.checkpoint.is_some() && plan.resume.is_none() {
+        return Err(Error::Config(
+            "--checkpoint selects what --resume continues from; give --resume DIR too".into(),
+        ));
+    }
     match &cfg.parallel.strategy {
         StrategyKind::None => {
             if cfg.parallel.workers != 1 {
@@ -183,6 +191,10 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
                     cfg.preset, cfg.parallel.workers
                 )));
             }
+            // Every check runs before anything is created on disk: a config
+            // refused after its run directory exists would leave a dead
+            // directory behind.
+            check_config(cfg)?;
             let (run, checkpoint) = open_run(plan)?;
             let summary = train_single(cfg, &run, checkpoint.as_ref(), plan.quiet)?;
             Ok(Some((run.path().to_path_buf(), summary)))
@@ -301,28 +313,138 @@ where
 {
     let cfg = &plan.cfg;
     cfg.parallel.validate()?;
+    check_config(cfg)?;
     let processes = ProcessConfig::default()
         .timeout(std::time::Duration::from_secs_f64(cfg.parallel.timeout_s));
+    // The process that starts a threads or processes run is its rank 0: it
+    // claims the run directory before any worker exists, so that a refusal
+    // is one line from one process. MPI ranks learn who is rank 0 only
+    // inside `launch_with`.
+    let claimed = match cfg.parallel.backend {
+        Backend::Mpi => None,
+        _ if shoal_parallel::is_worker_process() => None,
+        _ => Some(open_run(plan)?),
+    };
+    let claimed = Mutex::new(claimed);
     launch_with(
         cfg.parallel.backend,
         cfg.parallel.workers,
         &processes,
-        |comm: &dyn Communicator| train_parallel(plan, comm, &make_learner, &make_strategy),
+        |comm: &dyn Communicator| {
+            train_parallel(plan, comm, &claimed, &make_learner, &make_strategy)
+        },
     )
     .map(Option::flatten)
 }
 
-/// Creates the run directory (or opens the one to resume) and writes its config.
-fn open_run(plan: &Plan) -> Result<(RunDir, Option<Checkpoint>)> {
+/// A claimed run directory and the checkpoint to resume from, if any.
+type OpenRun = (RunDir, Option<Checkpoint>);
+
+/// Largest `train.episodes` (and evaluation and checkpoint interval)
+/// accepted: years of training at a million episodes a second.
+pub const MAX_EPISODES: u64 = 1 << 40;
+/// Most evaluation episodes in one evaluation.
+pub const MAX_EVAL_EPISODES: usize = 1_000_000;
+
+/// Checks everything about `cfg` that can be checked without touching the
+/// disk beyond `ParallelConfig::validate`: the budget, and every learner the
+/// run will build (rank 0's is built here and dropped, so whatever the
+/// constructors refuse is refused now).
+pub fn check_config(cfg: &RunConfig) -> Result<()> {
+    let train = &cfg.train;
+    let bad = |message: String| Err(Error::Config(message));
+    if !(1..=MAX_EPISODES).contains(&train.episodes) {
+        return bad(format!(
+            "train.episodes must be between 1 and {MAX_EPISODES}, got {}",
+            train.episodes
+        ));
+    }
+    for (key, value) in [
+        ("train.eval_every", train.eval_every),
+        ("train.checkpoint_every", train.checkpoint_every),
+    ] {
+        if !(1..=MAX_EPISODES).contains(&value) {
+            return bad(format!(
+                "{key} must be between 1 and {MAX_EPISODES}, got {value}"
+            ));
+        }
+    }
+    for (key, value) in [
+        ("train.eval_episodes", train.eval_episodes),
+        ("train.final_eval_episodes", train.final_eval_episodes),
+        (
+            "parallel.pool_eval_episodes",
+            cfg.parallel.pool_eval_episodes,
+        ),
+        (
+            "parallel.episodes_per_iteration",
+            cfg.parallel.episodes_per_iteration,
+        ),
+    ] {
+        if !(1..=MAX_EVAL_EPISODES).contains(&value) {
+            return bad(format!(
+                "{key} must be between 1 and {MAX_EVAL_EPISODES}, got {value}"
+            ));
+        }
+    }
+    if let AlgoConfig::Ddpg(ddpg) = &cfg.algo
+        && cfg.parallel.strategy == StrategyKind::Averaging
+        && ddpg.train_every == shoal_algo::TrainEvery::Step
+    {
+        return bad(
+            "ddpg train_every = \"step\" cannot average gradients across workers, whose \
+             episode lengths differ; use \"episode\" or \"cycle\""
+                .into(),
+        );
+    }
+    if cfg.parallel.strategy == StrategyKind::Gather {
+        make_rollout_learner(cfg, 0).map(drop)
+    } else {
+        make_learner(cfg, 0, 1.0).map(drop)
+    }
+}
+
+/// Claims the run directory — a fresh one, or the one to resume, locked
+/// for as long as the returned [`RunDir`] lives — and writes its config.
+fn open_run(plan: &Plan) -> Result<OpenRun> {
     let (run, checkpoint) = match &plan.resume {
         Some(dir) => {
-            let run = RunDir::new(dir);
-            let ckpt = load_latest(run.path())?;
+            let run = claim_run_to_resume(dir)?;
+            if plan.checkpoint.is_none()
+                && !run.checkpoints().join("latest").exists()
+                && list_checkpoints(run.path())?.is_empty()
+            {
+                // The run died before its first checkpoint: nothing to
+                // continue, so it starts again in place (its config must
+                // still match, and its partial metrics go).
+                let saved = run.read_config()?;
+                config_must_match(&saved, &run.config(), &plan.cfg)?;
+                truncate_metrics(run.path(), 0)?;
+                run.create()?;
+                run.write_config(&plan.cfg.to_toml())?;
+                return Ok((run, None));
+            }
+            let which = plan
+                .checkpoint
+                .as_deref()
+                .map_or(CheckpointSelector::Latest, CheckpointSelector::parse);
+            let ckpt = load_checkpoint(run.path(), &which, None)?;
             check_resume_config(&ckpt, &plan.cfg)?;
+            let done = ckpt.progress().episodes;
+            if done >= plan.cfg.train.episodes {
+                return Err(Error::Config(format!(
+                    "{} already trained {done} episodes; to continue, raise train.episodes \
+                     above {done}",
+                    ckpt.dir().display()
+                )));
+            }
             (run, Some(ckpt))
         }
         None => {
-            let run = RunDir::new(fresh_run_dir(plan.out.as_deref(), &plan.cfg.preset)?);
+            let run = match plan.out.as_deref() {
+                Some(out) => claim_out_dir(out)?,
+                None => claim_numbered_dir(&plan.cfg.preset)?,
+            };
             run.create()?;
             (run, None)
         }
@@ -331,26 +453,85 @@ fn open_run(plan: &Plan) -> Result<(RunDir, Option<Checkpoint>)> {
     Ok((run, checkpoint))
 }
 
-/// `--out`, or `runs/<preset>` numbered `-2`, `-3`, … so no earlier run is overwritten.
-fn fresh_run_dir(out: Option<&std::path::Path>, preset: &str) -> Result<PathBuf> {
-    if let Some(out) = out {
-        if out.join("config.toml").exists() {
+/// The names in `dir`, or an error naming it.
+fn dir_entries(dir: &Path) -> Result<Vec<String>> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    Ok(names)
+}
+
+/// `--out DIR` for a fresh run: a new or empty directory, locked. A
+/// directory that already holds a run, or anything else, is refused with
+/// nothing written (not even the lock file).
+fn claim_out_dir(out: &Path) -> Result<RunDir> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
+    let refuse = |names: &[String]| -> Result<()> {
+        if names.iter().any(|n| n == CONFIG_FILE) {
             return Err(Error::Config(format!(
                 "{} already holds a run; use --resume {} or another --out",
                 out.display(),
                 out.display()
             )));
         }
-        return Ok(out.to_path_buf());
+        if names.iter().any(|n| n != LOCK_FILE) {
+            return Err(Error::Config(format!(
+                "{} is not empty and holds no shoal run; refusing to write into it \
+                 (give a new or empty --out)",
+                out.display()
+            )));
+        }
+        Ok(())
+    };
+    let names = dir_entries(out)?;
+    // A lock file means a shoal process may be starting here right now: its
+    // lock is what tells, so take (or fail to take) it before judging.
+    if !names.iter().any(|n| n == LOCK_FILE) {
+        refuse(&names)?;
     }
-    let base = PathBuf::from("runs").join(preset);
-    let mut candidate = base.clone();
-    let mut n = 1;
-    while candidate.exists() {
-        n += 1;
-        candidate = PathBuf::from(format!("{}-{n}", base.display()));
+    let run = RunDir::new(out).lock()?;
+    refuse(&dir_entries(out)?)?;
+    Ok(run)
+}
+
+/// `runs/<preset>`, else `runs/<preset>-2`, `-3`, …: the first that this
+/// process creates itself (`create_dir` is atomic, so two runs started at
+/// once never share a number), locked.
+fn claim_numbered_dir(preset: &str) -> Result<RunDir> {
+    let parent = PathBuf::from("runs");
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
+    for n in 1u64.. {
+        let name = if n == 1 {
+            preset.to_string()
+        } else {
+            format!("{preset}-{n}")
+        };
+        let candidate = parent.join(name);
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return claim_out_dir(&candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(format!("creating {}", candidate.display()), e)),
+        }
     }
-    Ok(candidate)
+    unreachable!("some run number is free")
+}
+
+/// `--resume DIR`: a directory holding a run, locked.
+fn claim_run_to_resume(dir: &Path) -> Result<RunDir> {
+    let run = RunDir::new(dir);
+    if !run.config().is_file() {
+        return Err(Error::file(
+            dir,
+            "holds no shoal run to resume (no config.toml)",
+        ));
+    }
+    run.lock()
 }
 
 /// Rank 0's bookkeeping: metrics, checkpoints and progress output, shared by
@@ -436,6 +617,8 @@ impl Recorder {
             iteration: counters.iteration,
             seed: self.seed,
         };
+        // The records up to this checkpoint reach the disk before it does.
+        self.metrics.sync()?;
         let state = learner.save_state();
         // Rank 0's memory is among the gathered ones: serialise it only when alone.
         let own;
@@ -612,6 +795,7 @@ fn checkpoint_counters(ckpt: &Checkpoint) -> Counters {
 fn train_parallel<L, S, M, F>(
     plan: &Plan,
     comm: &dyn Communicator,
+    claimed: &Mutex<Option<OpenRun>>,
     make_learner: &M,
     make_strategy: &F,
 ) -> Result<Option<(PathBuf, Summary)>>
@@ -626,10 +810,17 @@ where
     let mut setup = None;
     let mut status = vec![1u8];
     if comm.is_root() {
-        match open_run(plan).and_then(|(run, ckpt)| {
-            let recorder = Recorder::new(cfg, RunDir::new(run.path()), ckpt.as_ref(), plan.quiet)?;
-            Ok((run, ckpt, recorder))
-        }) {
+        let claimed = claimed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match claimed
+            .map_or_else(|| open_run(plan), Ok)
+            .and_then(|(run, ckpt)| {
+                let recorder =
+                    Recorder::new(cfg, RunDir::new(run.path()), ckpt.as_ref(), plan.quiet)?;
+                Ok((run, ckpt, recorder))
+            }) {
             Ok(s) => setup = Some(s),
             Err(e) => {
                 status[0] = 0;
@@ -715,8 +906,11 @@ pub fn finish_run<L: Learner + ?Sized>(
     .extra("eval_return_std", eval.return_std)
     .extra("workers", cfg.parallel.workers)
     .extra("strategy", cfg.parallel.strategy.name());
-    if let EnvConfig::Worm(worm) = &cfg.env {
-        let gait = shoal_env::best_travelling_wave(worm, cfg.seed);
+    // The gait search may find nothing on an unusual worm: the summary then
+    // goes without the reference rather than the run failing at its end.
+    if let EnvConfig::Worm(worm) = &cfg.env
+        && let Ok(gait) = shoal_env::try_best_travelling_wave(worm, cfg.seed)
+    {
         summary = summary
             .extra("gait_return", gait.episode_return)
             .extra("gait_speed", gait.speed)
@@ -744,8 +938,23 @@ fn next_multiple(n: u64, every: u64) -> u64 {
 /// Checks `cfg` against the config stored with a checkpoint; only the budget
 /// (`train.*`) may differ on resume.
 pub fn check_resume_config(ckpt: &Checkpoint, cfg: &RunConfig) -> Result<()> {
-    shoal_eval::check_config_matches(ckpt.config(), &cfg.to_toml(), &["train"])
-        .map_err(|e| Error::Config(format!("cannot resume: {e}")))
+    config_must_match(ckpt.config(), ckpt.dir(), cfg)
+}
+
+/// `cfg` against the config text saved at `origin`, outside `train.*`.
+fn config_must_match(saved: &str, origin: &Path, cfg: &RunConfig) -> Result<()> {
+    shoal_eval::check_config_matches(saved, &cfg.to_toml(), &["train"]).map_err(|e| {
+        // Keep the message, not its "invalid configuration:" prefix, so the
+        // error line says it once.
+        let message = match e {
+            Error::Config(message) => message,
+            other => other.to_string(),
+        };
+        Error::Config(format!(
+            "cannot resume from {}: {message}",
+            origin.display()
+        ))
+    })
 }
 
 /// A run's config and the learner state of its latest checkpoint.
@@ -754,7 +963,8 @@ pub fn load_run_state(run_dir: &std::path::Path) -> Result<(RunConfig, Vec<u8>)>
     let text = std::fs::read_to_string(run.config())
         .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
     let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
-    let mut ckpt = load_latest(run.path())?;
+    // The model alone: evaluation needs no replay memory, which may be gone.
+    let mut ckpt = load_checkpoint(run.path(), &CheckpointSelector::Latest, Some(&[STATE_BLOB]))?;
     Ok((cfg, ckpt.take_blob(STATE_BLOB)?))
 }
 

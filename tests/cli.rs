@@ -1,44 +1,12 @@
 //! End-to-end tests of the `shoal` binary: a tiny training run through the
 //! real entry point, and bad input rejected with one clear line.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn shoal(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shoal"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("the shoal binary runs")
-}
+use std::path::Path;
+use std::process::Output;
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A scratch directory under the target dir, fresh for each test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Exits non-zero with exactly one `error:` line and no panic trace.
-fn assert_clean_failure(out: &Output, needle: &str) {
-    let err = stderr(out);
-    assert!(
-        !out.status.success(),
-        "expected failure, got success; stderr: {err}"
-    );
-    assert!(!err.contains("panicked"), "panic trace in stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
-    assert!(lines[0].starts_with("error: "), "{err}");
-    assert!(err.contains(needle), "expected `{needle}` in: {err}");
-}
+use common::{assert_clean_failure, scratch, shoal, stderr};
 
 const TINY: &[&str] = &[
     "--set",

@@ -50,5 +50,11 @@ pub fn assert_clean_failure(out: &Output, needle: &str) {
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected one line, got: {err}");
     assert!(lines[0].starts_with("error: "), "{err}");
+    // Said once: no error wrapped in another that repeats its prefix.
+    assert!(
+        !lines[0]["error: ".len()..].contains("error:")
+            && lines[0].matches("invalid configuration").count() <= 1,
+        "the error repeats itself: {err}"
+    );
     assert!(err.contains(needle), "expected `{needle}` in: {err}");
 }

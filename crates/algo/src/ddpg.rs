@@ -47,6 +47,7 @@ use shoal_policy::{
     rows_to_tensor, training_device, unflatten,
 };
 
+use crate::check;
 use crate::her::{HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
 
@@ -200,20 +201,20 @@ impl DdpgConfig {
         if !(0.0..=1.0).contains(&self.polyak) {
             return bad("polyak", "must be in [0, 1]");
         }
-        if !(self.actor_lr > 0.0 && self.critic_lr > 0.0) {
-            return bad("actor_lr / critic_lr", "must be positive");
-        }
-        if self.max_grad_norm.is_some_and(|m| m.is_nan() || m <= 0.0) {
-            return bad("max_grad_norm", "must be positive");
-        }
-        if self.hidden.contains(&0) {
-            return bad("hidden", "layer widths must be positive");
-        }
-        if self.batch_size == 0 || self.episodes_per_cycle == 0 || self.n_batches == 0 {
-            return bad(
-                "batch_size / episodes_per_cycle / n_batches",
-                "must be at least 1",
-            );
+        check::positive("ddpg", "actor_lr", self.actor_lr)?;
+        check::positive("ddpg", "critic_lr", self.critic_lr)?;
+        check::grad_norm("ddpg", self.max_grad_norm)?;
+        check::hidden("ddpg", &self.hidden)?;
+        check::count("ddpg", "batch_size", self.batch_size, check::MAX_BATCH)?;
+        check::count(
+            "ddpg",
+            "episodes_per_cycle",
+            self.episodes_per_cycle,
+            check::MAX_BATCH,
+        )?;
+        check::count("ddpg", "n_batches", self.n_batches, check::MAX_BATCH)?;
+        if self.her_k > check::MAX_HER_K {
+            return bad("her_k", "must be at most 64");
         }
         if self.buffer_size == 0 {
             return bad("buffer_size", "must be at least 1");
@@ -221,7 +222,11 @@ impl DdpgConfig {
         if !(0.0..=1.0).contains(&self.random_eps) {
             return bad("random_eps", "must be a probability");
         }
-        if !(self.noise_eps.is_finite() && self.noise_eps >= 0.0 && self.action_l2 >= 0.0) {
+        if !(self.noise_eps.is_finite()
+            && self.noise_eps >= 0.0
+            && self.action_l2.is_finite()
+            && self.action_l2 >= 0.0)
+        {
             return bad("noise_eps / action_l2", "must be finite and non-negative");
         }
         if !(self.clip_obs > 0.0 && self.norm_clip > 0.0 && self.norm_eps > 0.0) {

@@ -59,6 +59,7 @@ use shoal_core::{
 };
 use shoal_policy::{ActionNoise, NoiseKind, Normalizer};
 
+use crate::check;
 use crate::ddpg::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
 use crate::her::GoalReward;
 
@@ -161,8 +162,8 @@ impl HacConfig {
         if !(2..=3).contains(&self.levels) {
             return bad("levels", "must be 2 or 3");
         }
-        if self.horizon < 2 {
-            return bad("horizon", "must be at least 2");
+        if !(2..=check::MAX_HORIZON).contains(&self.horizon) {
+            return bad("horizon", "must be between 2 and 1000");
         }
         if !(0.0..=1.0).contains(&self.subgoal_test_rate) {
             return bad("subgoal_test_rate", "must be a probability");
@@ -173,17 +174,14 @@ impl HacConfig {
         if !(0.0..=1.0).contains(&self.polyak) {
             return bad("polyak", "must be in [0, 1]");
         }
-        if !(self.actor_lr > 0.0 && self.critic_lr > 0.0) {
-            return bad("actor_lr / critic_lr", "must be positive");
-        }
-        if self.max_grad_norm.is_some_and(|m| m.is_nan() || m <= 0.0) {
-            return bad("max_grad_norm", "must be positive");
-        }
-        if self.hidden.contains(&0) {
-            return bad("hidden", "layer widths must be positive");
-        }
-        if self.batch_size == 0 || self.n_batches == 0 {
-            return bad("batch_size / n_batches", "must be at least 1");
+        check::positive("hac", "actor_lr", self.actor_lr)?;
+        check::positive("hac", "critic_lr", self.critic_lr)?;
+        check::grad_norm("hac", self.max_grad_norm)?;
+        check::hidden("hac", &self.hidden)?;
+        check::count("hac", "batch_size", self.batch_size, check::MAX_BATCH)?;
+        check::count("hac", "n_batches", self.n_batches, check::MAX_BATCH)?;
+        if self.her_k > check::MAX_HER_K {
+            return bad("her_k", "must be at most 64");
         }
         if self.buffer_size == 0 {
             return bad("buffer_size", "must be at least 1");

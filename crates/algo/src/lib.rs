@@ -19,12 +19,14 @@
 //! the strategies of `shoal-parallel` can drive it. This crate never spawns a
 //! thread or touches a socket: parallelism lives in `shoal-parallel`.
 
+mod check;
 pub mod ddpg;
 pub mod hac;
 pub mod her;
 pub mod reinforce;
 pub mod replay;
 
+pub use check::{MAX_BATCH, MAX_HER_K, MAX_HORIZON, MAX_LAYERS, MAX_WIDTH};
 pub use ddpg::{
     ActorCritic, ActorCriticConfig, Ddpg, DdpgConfig, DdpgPolicy, NetBatch, TrainEvery,
     UpdateSettings, UpdateStats,

@@ -23,6 +23,8 @@ use shoal_policy::{
     training_device,
 };
 
+use crate::check;
+
 /// What the advantage subtracts from the return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -59,6 +61,40 @@ pub struct ReinforceConfig {
     pub max_grad_norm: f64,
     /// Decay of the running-mean baseline per update. Default 0.9.
     pub running_mean_decay: f64,
+}
+
+impl ReinforceConfig {
+    /// Checks every value; the error names the offending key.
+    pub fn validate(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return Err(check::bad(
+                "reinforce",
+                "gamma",
+                format!("must be in [0, 1], got {}", self.gamma),
+            ));
+        }
+        check::positive("reinforce", "learning_rate", self.learning_rate)?;
+        check::positive("reinforce", "value_learning_rate", self.value_learning_rate)?;
+        check::positive("reinforce", "max_grad_norm", self.max_grad_norm)?;
+        check::hidden("reinforce", &self.hidden)?;
+        check::count(
+            "reinforce",
+            "episodes_per_update",
+            self.episodes_per_update,
+            check::MAX_BATCH,
+        )?;
+        if !self.entropy_coef.is_finite() {
+            return Err(check::bad("reinforce", "entropy_coef", "must be finite"));
+        }
+        if !(0.0..=1.0).contains(&self.running_mean_decay) {
+            return Err(check::bad(
+                "reinforce",
+                "running_mean_decay",
+                "must be in [0, 1]",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ReinforceConfig {
@@ -136,20 +172,7 @@ impl<E: Env> Reinforce<E> {
     /// An agent with networks initialised from `seed`, training on `env` and
     /// evaluating on `eval_env` (two instances of the same task).
     pub fn new(config: ReinforceConfig, env: E, eval_env: E, seed: u64) -> Result<Self> {
-        if !(0.0..=1.0).contains(&config.gamma) {
-            return Err(Error::Config(format!(
-                "gamma must be in [0, 1], got {}",
-                config.gamma
-            )));
-        }
-        if config.episodes_per_update == 0 {
-            return Err(Error::Config(
-                "episodes_per_update must be at least 1".into(),
-            ));
-        }
-        if !(config.learning_rate > 0.0 && config.value_learning_rate > 0.0) {
-            return Err(Error::Config("learning rates must be positive".into()));
-        }
+        config.validate()?;
         let action_space = env.action_space().clone();
         if action_space
             .low
@@ -244,7 +267,8 @@ impl<E: Env> Reinforce<E> {
     }
 
     fn collect(&mut self, episodes: usize) -> Result<(Vec<Rollout>, LearnReport)> {
-        let mut rollouts = Vec::with_capacity(episodes);
+        // Not with_capacity: `episodes` comes from the caller's budget.
+        let mut rollouts = Vec::new();
         let mut report = LearnReport::default();
         for _ in 0..episodes {
             let (rollout, ret) = self.collect_episode()?;

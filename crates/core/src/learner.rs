@@ -229,8 +229,8 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
     seed: u64,
     success_key: Option<&str>,
 ) -> Result<EvalReport> {
-    let mut returns = Vec::with_capacity(episodes);
-    let mut lengths = Vec::with_capacity(episodes);
+    // Grown as episodes finish, not reserved: `episodes` may be a user's typo.
+    let (mut returns, mut lengths) = (Vec::new(), Vec::new());
     let mut successes = 0usize;
     for i in 0..episodes {
         let mut obs = env.reset(Some(seed.wrapping_add(i as u64)));

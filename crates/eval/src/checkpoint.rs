@@ -256,7 +256,19 @@ impl Checkpoint {
     /// Loads the checkpoint stored in `dir` (one `ckpt-NNNNNN` folder),
     /// verifying the length and CRC-32 of every file.
     pub fn load(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = dir.as_ref().to_path_buf();
+        Self::load_filtered(dir.as_ref(), &|_| true)
+    }
+
+    /// Loads only the named blobs (and the config), verifying just those:
+    /// what an evaluation needs from a checkpoint whose replay memory is
+    /// damaged or was deleted to save space. Names the checkpoint lacks are
+    /// an error when asked for with [`Checkpoint::blob`], not here.
+    pub fn load_only(dir: impl AsRef<Path>, names: &[&str]) -> Result<Self> {
+        Self::load_filtered(dir.as_ref(), &|name| names.contains(&name))
+    }
+
+    fn load_filtered(dir: &Path, wanted: &dyn Fn(&str) -> bool) -> Result<Self> {
+        let dir = dir.to_path_buf();
         let meta_path = dir.join(META_FILE);
         let meta: CheckpointMeta = serde_json::from_slice(&read_bytes(&meta_path)?)
             .map_err(|e| Error::file(&meta_path, format!("not valid checkpoint meta: {e}")))?;
@@ -275,6 +287,9 @@ impl Checkpoint {
         let mut blobs = BTreeMap::new();
         for (name, check) in &meta.blobs {
             validate_blob_name(name).map_err(|reason| Error::file(&meta_path, reason))?;
+            if !wanted(name) {
+                continue;
+            }
             let path = dir.join(format!("{name}{BLOB_EXTENSION}"));
             blobs.insert(name.clone(), read_verified(&path, *check)?);
         }
@@ -338,30 +353,104 @@ impl Checkpoint {
     }
 }
 
+/// Which checkpoint of a run to load: what `--checkpoint` accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointSelector {
+    /// The one `checkpoints/latest` points to.
+    Latest,
+    /// `checkpoints/ckpt-NNNNNN` by its number.
+    Number(u64),
+    /// A checkpoint folder given by path.
+    Dir(PathBuf),
+}
+
+impl CheckpointSelector {
+    /// `latest`, a number (`3`), a folder name (`ckpt-000003`) or a path.
+    ///
+    /// ```
+    /// use shoal_eval::CheckpointSelector as S;
+    /// assert_eq!(S::parse("latest"), S::Latest);
+    /// assert_eq!(S::parse("3"), S::Number(3));
+    /// assert_eq!(S::parse("ckpt-000003"), S::Number(3));
+    /// assert_eq!(S::parse("runs/a/checkpoints/ckpt-000003"), S::Dir("runs/a/checkpoints/ckpt-000003".into()));
+    /// ```
+    pub fn parse(text: &str) -> Self {
+        let text = text.trim();
+        if text == LATEST_FILE {
+            CheckpointSelector::Latest
+        } else if let Some(n) = text.parse::<u64>().ok().or_else(|| parse_dir_number(text)) {
+            CheckpointSelector::Number(n)
+        } else {
+            CheckpointSelector::Dir(PathBuf::from(text))
+        }
+    }
+}
+
 /// Loads the checkpoint `<run>/checkpoints/latest` points to, verified.
 ///
 /// A missing pointer, a pointer to nothing, or a corrupt or truncated file is
-/// an [`Error::File`] naming the file at fault (and, when an older
-/// checkpoint exists, naming it as a fallback). Nothing on disk is changed.
+/// an [`Error::File`] naming the file at fault and, when an older checkpoint
+/// loads, naming the newest intact one and how to select it
+/// (`--checkpoint N`, see [`CheckpointSelector`]). Nothing on disk is
+/// changed.
 pub fn load_latest(run_dir: impl AsRef<Path>) -> Result<Checkpoint> {
+    load_checkpoint(run_dir, &CheckpointSelector::Latest, None)
+}
+
+/// Loads the selected checkpoint of a run, verified: every blob, or with
+/// `only` just those blobs (see [`Checkpoint::load_only`]). Errors as
+/// [`load_latest`]'s; a number that does not exist lists the ones that do.
+pub fn load_checkpoint(
+    run_dir: impl AsRef<Path>,
+    which: &CheckpointSelector,
+    only: Option<&[&str]>,
+) -> Result<Checkpoint> {
+    let load = |dir: &Path| match only {
+        Some(names) => Checkpoint::load_only(dir, names),
+        None => Checkpoint::load(dir),
+    };
     let checkpoints = run_dir.as_ref().join(CHECKPOINTS_DIR);
+    let dir = match which {
+        CheckpointSelector::Dir(dir) => return load(dir),
+        CheckpointSelector::Number(n) => {
+            let dir = checkpoints.join(format!("{DIR_PREFIX}{n:06}"));
+            if !dir.is_dir() {
+                let numbers: Vec<String> = list_checkpoints(run_dir.as_ref())?
+                    .iter()
+                    .filter_map(|d| d.file_name()?.to_str().and_then(parse_dir_number))
+                    .map(|n| n.to_string())
+                    .collect();
+                let have = if numbers.is_empty() {
+                    "none".to_string()
+                } else {
+                    numbers.join(", ")
+                };
+                return Err(Error::file(
+                    &checkpoints,
+                    format!("has no checkpoint {n} (checkpoints: {have})"),
+                ));
+            }
+            return load(&dir);
+        }
+        CheckpointSelector::Latest => match latest_dir(&checkpoints) {
+            Ok(dir) => dir,
+            Err(error) => return Err(with_intact_hint(error, &checkpoints, None, &load)),
+        },
+    };
+    load(&dir).map_err(|error| with_intact_hint(error, &checkpoints, Some(&dir), &load))
+}
+
+/// The folder `checkpoints/latest` names, checked to exist.
+fn latest_dir(checkpoints: &Path) -> Result<PathBuf> {
     if !checkpoints.is_dir() {
         return Err(Error::file(
-            &checkpoints,
+            checkpoints,
             "no checkpoints: this run directory has never saved one",
         ));
     }
     let pointer = checkpoints.join(LATEST_FILE);
-    let available = numbered_dirs(&checkpoints)?;
     if !pointer.exists() {
-        let reason = match available.last() {
-            Some((_, dir)) => format!(
-                "checkpoint pointer is missing; the newest checkpoint folder is {} (load it explicitly if it is intact)",
-                dir.display()
-            ),
-            None => "checkpoint pointer is missing and no checkpoint was completed".to_string(),
-        };
-        return Err(Error::file(&pointer, reason));
+        return Err(Error::file(&pointer, "checkpoint pointer is missing"));
     }
     let name = crate::fsio::read_text(&pointer)?.trim().to_string();
     if parse_dir_number(&name).is_none() {
@@ -377,19 +466,39 @@ pub fn load_latest(run_dir: impl AsRef<Path>) -> Result<Checkpoint> {
             format!("points to {name}, which does not exist"),
         ));
     }
-    Checkpoint::load(&dir).map_err(|error| {
-        let older = available.iter().rev().find(|(_, path)| *path != dir);
-        match (error, older) {
-            (Error::File { path, reason }, Some((_, older))) => Error::File {
-                path,
-                reason: format!(
-                    "{reason}; the previous checkpoint {} may still load",
-                    older.display()
-                ),
-            },
-            (error, _) => error,
-        }
-    })
+    Ok(dir)
+}
+
+/// Adds to a file error the newest checkpoint other than `failed` that
+/// loads, and the selector that picks it.
+fn with_intact_hint(
+    error: Error,
+    checkpoints: &Path,
+    failed: Option<&Path>,
+    load: &dyn Fn(&Path) -> Result<Checkpoint>,
+) -> Error {
+    let Error::File { path, reason } = error else {
+        return error;
+    };
+    let dirs = if checkpoints.is_dir() {
+        numbered_dirs(checkpoints).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let intact = dirs
+        .iter()
+        .rev()
+        .filter(|(_, dir)| Some(dir.as_path()) != failed)
+        .find(|(_, dir)| load(dir).is_ok());
+    let reason = match intact {
+        Some((n, dir)) => format!(
+            "{reason}; the newest intact checkpoint is {} (select it with --checkpoint {n})",
+            dir.display()
+        ),
+        None if !dirs.is_empty() => format!("{reason}; no other checkpoint is intact"),
+        None => reason,
+    };
+    Error::File { path, reason }
 }
 
 /// The complete checkpoint folders of a run, oldest first.
@@ -431,7 +540,8 @@ fn parse_dir_number(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Removes all but the newest `keep` checkpoints and leftovers of crashed commits.
+/// Removes all but the newest `keep` checkpoints and this process's
+/// leftovers of failed commits.
 fn prune(checkpoints: &Path, keep: usize) {
     if let Ok(dirs) = numbered_dirs(checkpoints) {
         let excess = dirs.len().saturating_sub(keep);
@@ -439,9 +549,14 @@ fn prune(checkpoints: &Path, keep: usize) {
             let _ = fs::remove_dir_all(dir);
         }
     }
+    // Only this process's leftovers: another process's temp folder may be a
+    // commit in progress (the run lock keeps shoal itself out, but not
+    // every writer takes it).
+    let own_suffix = format!("-{}", std::process::id());
     if let Ok(entries) = fs::read_dir(checkpoints) {
         for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(TEMP_PREFIX) && name.ends_with(&own_suffix) {
                 let _ = fs::remove_dir_all(entry.path());
             }
         }
@@ -607,17 +722,92 @@ mod tests {
     }
 
     #[test]
-    fn keep_setting_and_stale_temp_dirs_are_honoured() {
+    fn keep_setting_is_honoured_and_only_own_temp_dirs_are_pruned() {
         let dir = TempDir::new("ckpt-keep");
         commit(dir.path(), 1, b"a");
-        let stale = dir.path().join(CHECKPOINTS_DIR).join(".tmp-ckpt-000009-1");
-        fs::create_dir_all(&stale).unwrap();
+        let checkpoints = dir.path().join(CHECKPOINTS_DIR);
+        let own = format!(".tmp-ckpt-000009-{}", std::process::id());
+        // Another process's commit in progress (pid 1 is never a test run).
+        let other = ".tmp-ckpt-000009-1";
+        fs::create_dir_all(checkpoints.join(&own)).unwrap();
+        fs::create_dir_all(checkpoints.join(other).join("worker-1")).unwrap();
+        fs::write(checkpoints.join(other).join("learner.bin"), b"half").unwrap();
         CheckpointWriter::new(dir.path(), CONFIG, progress(2))
             .blob("learner", &b"b"[..])
             .keep(1)
             .commit()
             .unwrap();
-        assert_eq!(listing(dir.path()), vec!["ckpt-000002", "latest"]);
+        assert_eq!(
+            listing(dir.path()),
+            vec![".tmp-ckpt-000009-1", "ckpt-000002", "latest"]
+        );
+        assert_eq!(
+            fs::read(checkpoints.join(other).join("learner.bin")).unwrap(),
+            b"half"
+        );
+    }
+
+    #[test]
+    fn checkpoints_are_selected_by_number_name_or_path() {
+        let dir = TempDir::new("ckpt-select");
+        commit(dir.path(), 1, b"one");
+        let second = commit(dir.path(), 2, b"two");
+        let load = |which: &str| {
+            load_checkpoint(dir.path(), &CheckpointSelector::parse(which), None)
+                .map(|c| c.blob("learner").unwrap().to_vec())
+        };
+        assert_eq!(load("1").unwrap(), b"one");
+        assert_eq!(load("ckpt-000001").unwrap(), b"one");
+        assert_eq!(load("latest").unwrap(), b"two");
+        assert_eq!(load(second.to_str().unwrap()).unwrap(), b"two");
+        let message = load("7").unwrap_err().to_string();
+        assert!(
+            message.contains("has no checkpoint 7 (checkpoints: 1, 2)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn damaged_latest_names_the_newest_intact_checkpoint_and_its_selector() {
+        let dir = TempDir::new("ckpt-intact");
+        commit(dir.path(), 1, b"one");
+        let second = commit(dir.path(), 2, b"two");
+        let third = CheckpointWriter::new(dir.path(), CONFIG, progress(3))
+            .blob("learner", &b"three"[..])
+            .blob("replay", vec![3u8; 100])
+            .keep(3)
+            .commit()
+            .unwrap();
+        fs::write(third.join("learner.bin"), b"thr3e").unwrap();
+        let message = load_latest(dir.path()).unwrap_err().to_string();
+        assert!(
+            message.contains("ckpt-000003/learner.bin: corrupt"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!(
+                "the newest intact checkpoint is {} (select it with --checkpoint 2)",
+                second.display()
+            )),
+            "{message}"
+        );
+        // Damage the second too: the hint moves on to the first.
+        fs::remove_file(second.join("replay.bin")).unwrap();
+        let message = load_latest(dir.path()).unwrap_err().to_string();
+        assert!(message.contains("--checkpoint 1)"), "{message}");
+    }
+
+    #[test]
+    fn load_only_ignores_damage_to_blobs_it_was_not_asked_for() {
+        let dir = TempDir::new("ckpt-only");
+        let newest = commit(dir.path(), 1, b"state");
+        fs::remove_file(newest.join("replay.bin")).unwrap();
+        assert!(load_latest(dir.path()).is_err());
+        let only =
+            load_checkpoint(dir.path(), &CheckpointSelector::Latest, Some(&["learner"])).unwrap();
+        assert_eq!(only.blob("learner").unwrap(), b"state");
+        let message = only.blob("replay").unwrap_err().to_string();
+        assert!(message.contains("no blob \"replay\""), "{message}");
     }
 
     #[test]

@@ -74,9 +74,11 @@ fn first_difference(
     None
 }
 
-/// Equality that treats `1` and `1.0` as the same number.
+/// Equality that treats `1` and `1.0` as the same number, and a NaN setting
+/// as equal to itself (else a run with one could never be resumed).
 fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
         (Value::Integer(x), Value::Float(y)) | (Value::Float(y), Value::Integer(x)) => {
             *x as f64 == *y
         }
@@ -198,6 +200,20 @@ episodes = 1000
         check_config_matches(SAVED, &current, &[]).unwrap();
         let current = SAVED.replace("[256, 256]", "[256, 128]");
         assert!(mismatch(SAVED, &current, &[]).contains("algo.layers"));
+    }
+
+    #[test]
+    fn nan_settings_equal_themselves_but_not_numbers() {
+        let saved = "[algo]\nlr = nan\nlayers = [1.0, nan]\n";
+        check_config_matches(saved, saved, &[]).unwrap();
+        let message = mismatch(saved, "[algo]\nlr = 0.5\nlayers = [1.0, nan]\n", &[]);
+        assert!(
+            message.contains("algo.lr is nan in the checkpoint but 0.5 now"),
+            "{message}"
+        );
+        assert!(
+            mismatch(saved, "[algo]\nlr = nan\nlayers = [1.0, 2.0]\n", &[]).contains("algo.layers")
+        );
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub(crate) fn atomic_write_with(
 }
 
 /// A fresh, hidden path in the same directory as `path`.
-pub(crate) fn temp_path_beside(path: &Path) -> PathBuf {
+fn temp_path_beside(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

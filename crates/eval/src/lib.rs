@@ -10,6 +10,7 @@
 //! | `summary.json` | [`Summary::write`] | headline numbers; `eval_return_mean` / `eval_success_rate` are `null` where they do not apply |
 //! | `checkpoints/` | [`CheckpointWriter`] | numbered checkpoints of named state blobs, the config and a checksummed meta file, plus a `latest` pointer |
 //! | `plots/` | [`plot_runs`] | PNG learning curves |
+//! | `run.lock` | [`RunLock`] | locked by the one process training in the directory; names it while held |
 //!
 //! Beyond one run's files:
 //!
@@ -93,6 +94,7 @@ mod checkpoint;
 mod compare;
 mod config_check;
 mod fsio;
+mod lock;
 mod metrics;
 mod plot;
 mod render;
@@ -100,12 +102,13 @@ mod run_dir;
 mod summary;
 
 pub use checkpoint::{
-    CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointWriter, FileCheck, Progress,
-    list_checkpoints, load_latest,
+    CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointSelector, CheckpointWriter,
+    FileCheck, Progress, list_checkpoints, load_checkpoint, load_latest,
 };
 pub use compare::{ComparisonTable, compare_runs};
 pub use config_check::check_config_matches;
 pub use fsio::atomic_write;
+pub use lock::{LOCK_FILE, RunLock};
 pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics};
 pub use plot::{
     EVAL_FILE, EVAL_VS_WALL_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH,

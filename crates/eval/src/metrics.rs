@@ -195,6 +195,16 @@ impl MetricsLog {
             .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))
     }
 
+    /// Flushes every record written so far to disk. Lines reach the OS at
+    /// once but the disk only when it decides; call this before committing a
+    /// checkpoint so that a power cut cannot leave a checkpoint whose
+    /// records are lost.
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+    }
+
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path

@@ -1,10 +1,12 @@
 //! The layout of a run directory: where each file of a training run lives.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use shoal_core::Result;
 
 use crate::fsio::{atomic_write, create_dir_all, read_text};
+use crate::lock::{LOCK_FILE, RunLock};
 
 /// File name of the fully resolved configuration in a run directory.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -25,7 +27,11 @@ pub const PLOTS_DIR: &str = "plots";
 /// <run>/summary.json     Summary
 /// <run>/checkpoints/     numbered checkpoints and a `latest` pointer
 /// <run>/plots/           PNG learning curves (plot_runs)
+/// <run>/run.lock         held by the process training here (RunLock)
 /// ```
+///
+/// [`RunDir::lock`] claims the directory for one process; the claim travels
+/// with clones of the `RunDir` and ends when the last one is dropped.
 ///
 /// ```
 /// use shoal_eval::RunDir;
@@ -33,15 +39,42 @@ pub const PLOTS_DIR: &str = "plots";
 /// assert!(run.metrics().ends_with("metrics.jsonl"));
 /// assert!(run.checkpoints().ends_with("checkpoints"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct RunDir {
     root: PathBuf,
+    lock: Option<Arc<RunLock>>,
 }
+
+impl PartialEq for RunDir {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for RunDir {}
 
 impl RunDir {
     /// Names a run directory; nothing is created until [`RunDir::create`].
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        RunDir { root: root.into() }
+        RunDir {
+            root: root.into(),
+            lock: None,
+        }
+    }
+
+    /// Claims the (existing) directory for this process with an exclusive
+    /// [`RunLock`] on `<run>/run.lock`, held until this `RunDir` and its
+    /// clones are dropped. Another holder is an error naming it.
+    pub fn lock(mut self) -> Result<Self> {
+        if self.lock.is_none() {
+            self.lock = Some(Arc::new(RunLock::acquire(&self.root)?));
+        }
+        Ok(self)
+    }
+
+    /// Whether this process holds the directory's lock through this value.
+    pub fn is_locked(&self) -> bool {
+        self.lock.is_some()
     }
 
     /// Creates the directory with its `checkpoints/` and `plots/` folders.
@@ -78,6 +111,11 @@ impl RunDir {
     /// `<run>/plots`.
     pub fn plots(&self) -> PathBuf {
         self.root.join(PLOTS_DIR)
+    }
+
+    /// `<run>/run.lock`.
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join(LOCK_FILE)
     }
 
     /// Writes the resolved configuration atomically (creating the directory).

@@ -1,14 +1,14 @@
 //! Rendering figure descriptions to PNG with plotters' bitmap backend.
 
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use shoal_core::{Error, Result};
 
 use super::series::Points;
-use crate::fsio::{sync_dir, temp_path_beside};
+use crate::fsio::atomic_write;
+use crate::render::png_bytes;
 
 /// Width of every figure, in pixels.
 pub const PLOT_WIDTH: u32 = 1000;
@@ -88,30 +88,22 @@ pub(crate) fn figure_size(panels: usize) -> (u32, u32) {
     }
 }
 
-/// Renders `figure` to a PNG at `path`, via a temp file renamed into place.
+/// Renders `figure` to a PNG at `path`, drawn in memory and written with
+/// [`atomic_write`], so a reader never sees half a picture.
 pub(crate) fn render(figure: &Figure, path: &Path) -> Result<()> {
-    // The encoder picks the format from the extension, so the temp name ends in .png.
-    let temp = PathBuf::from(format!("{}.png", temp_path_beside(path).display()));
-    let drawn = draw_figure(figure, &temp)
-        .map_err(|e| Error::file(path, format!("could not draw plot: {e}")))
-        .and_then(|()| {
-            File::open(&temp)
-                .and_then(|file| file.sync_all())
-                .and_then(|()| fs::rename(&temp, path))
-                .map_err(|e| Error::io(format!("writing {}", path.display()), e))
-        });
-    if drawn.is_err() {
-        let _ = fs::remove_file(&temp);
-    } else if let Some(dir) = path.parent() {
-        sync_dir(dir);
-    }
-    drawn
+    let (width, height) = figure_size(figure.panels.len());
+    let mut rgb = vec![0u8; width as usize * height as usize * 3];
+    draw_figure(figure, &mut rgb, (width, height))
+        .map_err(|e| Error::file(path, format!("could not draw plot: {e}")))?;
+    let png = png_bytes(width, height, &rgb)
+        .map_err(|e| Error::file(path, format!("could not encode plot: {e}")))?;
+    atomic_write(path, &png)
 }
 
 type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-fn draw_figure(figure: &Figure, path: &Path) -> DrawResult {
-    let root = BitMapBackend::new(path, figure_size(figure.panels.len())).into_drawing_area();
+fn draw_figure(figure: &Figure, rgb: &mut [u8], size: (u32, u32)) -> DrawResult {
+    let root = BitMapBackend::with_buffer(rgb, size).into_drawing_area();
     root.fill(&WHITE)?;
     let body = root.titled(&figure.title, ("sans-serif", 24))?;
     let areas = body.split_evenly((figure.panels.len().max(1), 1));

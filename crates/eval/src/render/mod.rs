@@ -24,7 +24,8 @@ pub use tasks::{
 
 use crate::fsio::{atomic_write, create_dir_all, parent_dir};
 use crate::plot::register_embedded_font;
-use encode::{GifBuilder, Palette, png_bytes};
+pub(crate) use encode::png_bytes;
+use encode::{GifBuilder, Palette};
 
 /// How long the last frame of a GIF stays up before the loop restarts, in
 /// hundredths of a second, so a viewer can see how the episode ended.
