@@ -762,14 +762,49 @@ mod tests {
     }
 
     fn same_on_threads_and_processes(test: &str, body: fn(&dyn Communicator) -> Result<Outcome>) {
+        same_on_threads_and_processes_with(test, 3, body);
+    }
+
+    fn same_on_threads_and_processes_with(
+        test: &str,
+        workers: usize,
+        body: fn(&dyn Communicator) -> Result<Outcome>,
+    ) {
         let test = test.to_string();
-        let on_processes = within(LIMIT, move || on_processes(&test, 3, body)).unwrap();
+        let on_processes = within(LIMIT, move || on_processes(&test, workers, body)).unwrap();
         let Some(on_processes) = on_processes else {
             return;
         };
-        let on_threads = run_threads(3, body).unwrap();
+        let on_threads = run_threads(workers, body).unwrap();
         assert_eq!(on_threads, on_processes);
         check_outcomes(&on_threads, 8);
+    }
+
+    /// Sixteen ranks, more than this machine has cores: every strategy still
+    /// gives the same bits on threads and on processes (the scaling
+    /// experiments rely on it to run N workers oversubscribed).
+    #[test]
+    fn every_strategy_agrees_on_threads_and_processes_with_16_workers() {
+        let test = test_path!(every_strategy_agrees_on_threads_and_processes_with_16_workers);
+        // One process run per strategy would re-spawn 15 workers each time;
+        // a worker re-runs this whole test, so all three share one run.
+        let body = |comm: &dyn Communicator| -> Result<Vec<Outcome>> {
+            Ok(vec![
+                pool_body(comm)?,
+                gather_body(comm)?,
+                averaging_body(comm)?,
+            ])
+        };
+        let on_processes = within(LIMIT, move || on_processes(test, 16, body)).unwrap();
+        let Some(on_processes) = on_processes else {
+            return;
+        };
+        let on_threads = run_threads(16, body).unwrap();
+        assert_eq!(on_threads, on_processes);
+        for strategy in 0..3 {
+            let outcomes: Vec<Outcome> = on_threads.iter().map(|o| o[strategy].clone()).collect();
+            check_outcomes(&outcomes, 8);
+        }
     }
 
     #[test]
