@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{assert_clean_failure, scratch, shoal};
+use common::{assert_clean_failure, records, scratch, shoal};
 
 /// The example binary, which `cargo test` builds beside the test binaries.
 fn example() -> PathBuf {
@@ -37,19 +37,6 @@ fn run_example(dir: &Path, args: &[&str]) {
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Every record of a run's `metrics.jsonl`, wall-clock times removed.
-fn records(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
-            record.as_object_mut().unwrap().remove("wall_s");
-            record
-        })
-        .collect()
 }
 
 #[test]

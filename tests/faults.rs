@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_clean_failure, shoal, shoal_command, stderr};
+use common::{assert_clean_failure, records, shoal, shoal_command, stderr};
 
 fn spawn(args: &[&str], cwd: &Path) -> Child {
     shoal_command()
@@ -48,19 +48,6 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     walk(dir, dir, &mut files);
     files
-}
-
-/// The metrics records of a run without their wall-clock times.
-fn records(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-            v.as_object_mut().unwrap().remove("wall_s");
-            v
-        })
-        .collect()
 }
 
 /// Polls `ready` every few milliseconds for up to a minute.

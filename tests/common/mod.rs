@@ -58,3 +58,17 @@ pub fn assert_clean_failure(out: &Output, needle: &str) {
     );
     assert!(err.contains(needle), "expected `{needle}` in: {err}");
 }
+
+/// Every record of a run's `metrics.jsonl` without its wall-clock time, for
+/// comparing two runs record by record.
+pub fn records(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record.as_object_mut().unwrap().remove("wall_s");
+            record
+        })
+        .collect()
+}
