@@ -48,7 +48,10 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::her::{HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
+use crate::her::{
+    HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch, sample_batch,
+    sample_episode,
+};
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
 
 /// The action space of `env` after checking that `eval_env` is the same task
@@ -151,6 +154,10 @@ pub struct DdpgConfig {
     pub her_skip_static: bool,
     /// Draw hindsight goals only until the achieved goal settles (see [`HerConfig`]). Default false.
     pub her_cap_at_settle: bool,
+    /// Relabelling of episodes whose object moved but missed the goal: `keep`
+    /// (plain HER) or `path` (only points the object passed while moving,
+    /// never where it stopped; see [`MissedRelabel`]). Default `keep`.
+    pub her_missed: MissedRelabel,
     /// Movement below which the achieved goal counts as static (goal units). Default 0.001.
     pub her_static_epsilon: f64,
     /// A transition is terminal when its achieved goal reaches the goal it is
@@ -185,6 +192,7 @@ impl Default for DdpgConfig {
             her_k: 4,
             her_skip_static: false,
             her_cap_at_settle: false,
+            her_missed: MissedRelabel::Keep,
             her_static_epsilon: 1e-3,
             success_is_terminal: true,
         }
@@ -242,6 +250,7 @@ impl DdpgConfig {
             k: self.her_k,
             skip_static: self.her_skip_static,
             cap_at_settle: self.her_cap_at_settle,
+            missed: self.her_missed,
             static_epsilon: self.her_static_epsilon as f32,
             success_is_terminal: self.success_is_terminal,
         }
@@ -690,6 +699,7 @@ struct Tally {
     actor_loss: f64,
     q_mean: f64,
     relabelled: f64,
+    relabels: RelabelCounts,
 }
 
 impl Tally {
@@ -1005,6 +1015,7 @@ impl<E: GoalEnv> Ddpg<E> {
             self.prepare_batch()?;
             let stats = self.networks.update(&self.net_batch, &settings, reducer)?;
             tally.add(stats, self.transitions.relabelled_fraction());
+            tally.relabels.merge(&self.transitions.relabel_counts());
             self.updates += 1;
         }
         self.networks.update_targets(self.config.polyak)?;
@@ -1063,6 +1074,7 @@ impl<E: GoalEnv> Ddpg<E> {
                     tally.relabelled / n,
                 ),
             ]);
+            report.scalars.extend(tally.relabels.shares());
         }
         report.scalars.extend([
             ("charts/updates".to_string(), self.updates as f64),
@@ -1492,6 +1504,13 @@ mod tests {
         assert!(scalar("losses/critic").is_some_and(f64::is_finite));
         assert!(scalar("charts/relabelled_fraction").is_some_and(|f| f > 0.5));
         assert_eq!(scalar("charts/updates"), Some(8.0));
+        // The relabel categories cover every sampled transition; the
+        // relabelled ones are the relabelled fraction counted another way.
+        let share = |key: &str| scalar(&format!("her/{key}")).unwrap();
+        let parts = ["original", "static", "post_settle", "informative"].map(share);
+        assert!((parts.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{parts:?}");
+        let relabelled = scalar("charts/relabelled_fraction").unwrap();
+        assert!((1.0 - share("original") - relabelled).abs() < 1e-9);
     }
 
     fn tiny_networks() -> ActorCritic {

@@ -21,6 +21,38 @@
 //!
 //! Both default to off, which is plain `future` as in the paper and in
 //! OpenAI baselines.
+//!
+//! # Relabel accounting
+//!
+//! Every sampled transition is tagged with a [`GoalOrigin`], and
+//! [`RelabelCounts`] tallies them per batch (DDPG reports the shares as the
+//! `her/…` metrics). Whether the object moved and when it settled come from
+//! the achieved goals `ag_0 … ag_T` alone, with the same threshold `eps =
+//! static_epsilon` the options above use ([`Episode::motion`]):
+//!
+//! * *moved*: `|ag_t − ag_0| > eps` for some `t`; an episode that did not
+//!   is *static*, and all its relabels are [`GoalOrigin::Static`].
+//! * *settle step* `s`: the first step from which `|ag_t − ag_T| ≤ eps`
+//!   holds to the end; `s = T` for an object still moving at the end.
+//! * A relabel of transition `t` with the goal of step `t'` is
+//!   [`GoalOrigin::PostSettle`] when both `t ≥ s` and `t' ≥ s`: the
+//!   transition starts with the object already resting on its goal. Every
+//!   goal from `t' ≥ s` is the same point, so the goal index alone cannot
+//!   tell a trivial success from the informative relabel of a transition
+//!   `t < s` (the steps that brought the object there) with that point; the
+//!   start of the transition can. This is exactly what `cap_at_settle`
+//!   removes, as `skip_static` removes the static ones.
+//! * Every other relabel is [`GoalOrigin::Informative`]: the object moved
+//!   between `t` and `t'`.
+//! * *missed*: the episode's own goal was not reached, by the env's success
+//!   test ([`GoalReward::success`]) on `ag_T` and the last desired goal. A
+//!   relabel of a moved, missed episode with `t' ≥ s` has the missed object's
+//!   resting place as its goal (for the ball, "the net brought to where the
+//!   ball stopped"); it is counted as `missed`, on top of its post-settle or
+//!   informative category.
+//!
+//! The tags cost one cached [`Episode::motion`] lookup per transition, plus
+//! one success test for goals from the resting place.
 
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
@@ -43,6 +75,22 @@ pub enum HerStrategy {
     Episode,
 }
 
+/// Which goals an episode may be relabelled with when its object moved but
+/// missed the episode's own goal (a struck ball that did not go into the
+/// net), judged by the env's success test on the final state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MissedRelabel {
+    /// Like any other episode: the place the object came to rest is a goal
+    /// as good as any (plain HER).
+    #[default]
+    Keep,
+    /// Only points the object passed while moving, `t' < s` (the settle
+    /// step): never the place a missed object stopped. A transition with no
+    /// such later step keeps the episode's own goal and its real failure.
+    Path,
+}
+
 /// How transitions are relabelled.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HerConfig {
@@ -58,6 +106,9 @@ pub struct HerConfig {
     /// settled (came within `static_epsilon` of its final value for good),
     /// and keep the original goal for transitions after it. Default false.
     pub cap_at_settle: bool,
+    /// How episodes whose object moved but missed their goal are relabelled.
+    /// Default `keep` (like any other episode).
+    pub missed: MissedRelabel,
     /// Distance (goal units, e.g. metres) below which the achieved goal counts
     /// as not moving. Default 1e-3.
     pub static_epsilon: f32,
@@ -77,6 +128,7 @@ impl Default for HerConfig {
             k: 4,
             skip_static: false,
             cap_at_settle: false,
+            missed: MissedRelabel::Keep,
             static_epsilon: 1e-3,
             success_is_terminal: true,
         }
@@ -143,6 +195,8 @@ pub struct TransitionBatch {
     /// Index `t'` of the achieved goal substituted for the original one, or
     /// `None` where the original goal was kept, `[n]`.
     pub goal_steps: Vec<Option<usize>>,
+    /// What each replayed goal can teach (see [`GoalOrigin`]), `[n]`.
+    pub origins: Vec<GoalOrigin>,
 }
 
 impl TransitionBatch {
@@ -173,53 +227,208 @@ impl TransitionBatch {
         self.terminals.clear();
         self.steps.clear();
         self.goal_steps.clear();
+        self.origins.clear();
+    }
+
+    /// The transitions counted by [`GoalOrigin`].
+    pub fn relabel_counts(&self) -> RelabelCounts {
+        let mut counts = RelabelCounts::default();
+        self.origins.iter().for_each(|origin| counts.add(*origin));
+        counts
     }
 }
 
-/// Largest distance between two goals, per component pair (Euclidean).
-fn distance(a: &[f32], b: &[f32]) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y) * (x - y))
-        .sum::<f32>()
-        .sqrt()
+/// What the goal a sampled transition `t` is replayed with can teach,
+/// judged by how the object (the achieved goal) moved in its episode; see
+/// the module docs, "Relabel accounting".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GoalOrigin {
+    /// The episode's own goal was kept.
+    Original,
+    /// Relabelled in an episode whose object never moved farther than
+    /// `static_epsilon`: the goal is where the object always was, a success
+    /// whatever the action.
+    Static,
+    /// Relabelled on a transition that starts at or after the settle step
+    /// `s`, with a goal from `s` on: the object already rests at the goal, a
+    /// success whatever the action. `missed` as in [`GoalOrigin::Informative`].
+    PostSettle {
+        /// The episode missed its own goal and this goal is where the object stopped.
+        missed: bool,
+    },
+    /// Relabelled with a goal the object reached by moving after step `t`
+    /// (or, for the `episode` strategy, one it had left): whether it is
+    /// reached depends on what happened in between.
+    Informative {
+        /// The episode missed its own goal (the env's success test on the
+        /// final achieved goal and the final desired goal fails) and this
+        /// goal is where the object stopped (`t' ≥ s`): the missed ball's
+        /// resting place.
+        missed: bool,
+    },
 }
 
-/// Whether the achieved goal stayed within `eps` of its start all episode.
-fn is_static(episode: &Episode, eps: f32) -> bool {
-    let start = episode.achieved(0);
-    (1..=episode.len()).all(|t| distance(episode.achieved(t), start) <= eps)
+/// The [`GoalOrigin`] of transition `t` of `episode` replayed with the
+/// achieved goal of step `goal_step` (`None`: its own goal), with `eps` the
+/// movement threshold and `goals` the env's success test.
+///
+/// ```
+/// use shoal_algo::{Episode, EpisodeDims, GoalOrigin, GoalReward, goal_origin};
+/// struct Line;
+/// impl GoalReward for Line {
+///     fn reward(&self, a: &[f32], d: &[f32]) -> f32 { if self.success(a, d) { 0.0 } else { -1.0 } }
+///     fn success(&self, a: &[f32], d: &[f32]) -> bool { (a[0] - d[0]).abs() < 0.05 }
+/// }
+/// // A push toward 1.0 that stops at 0.2 after step 2 (of 4): a miss.
+/// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
+/// let mut episode = Episode::start(dims, &[0.0], &[0.0]);
+/// for x in [0.1, 0.2, 0.2, 0.2] {
+///     episode.push(&[1.0], &[0.0], &[0.0], &[x]);
+/// }
+/// let origin = |t, t_goal| goal_origin(&episode, t, t_goal, 1e-3, &Line);
+/// assert_eq!(origin(0, None), GoalOrigin::Original);
+/// assert_eq!(origin(0, Some(1)), GoalOrigin::Informative { missed: false });
+/// assert_eq!(origin(0, Some(3)), GoalOrigin::Informative { missed: true });
+/// assert_eq!(origin(2, Some(4)), GoalOrigin::PostSettle { missed: true });
+/// ```
+pub fn goal_origin<G: GoalReward + ?Sized>(
+    episode: &Episode,
+    t: usize,
+    goal_step: Option<usize>,
+    eps: f32,
+    goals: &G,
+) -> GoalOrigin {
+    let Some(t_goal) = goal_step else {
+        return GoalOrigin::Original;
+    };
+    let motion = episode.motion(eps);
+    if !motion.moved {
+        return GoalOrigin::Static;
+    }
+    let at_rest = t_goal >= motion.settle;
+    // Only asked when the goal is the resting place, so most transitions skip it.
+    let missed = at_rest && missed(episode, goals);
+    if at_rest && t >= motion.settle {
+        GoalOrigin::PostSettle { missed }
+    } else {
+        GoalOrigin::Informative { missed }
+    }
 }
 
-/// The first step from which the achieved goal stays within `eps` of its
-/// final value: later goals add nothing the settle step does not.
-fn settle_step(episode: &Episode, eps: f32) -> usize {
-    let last = episode.len();
-    let end = episode.achieved(last);
-    (0..=last)
-        .rev()
-        .take_while(|&t| distance(episode.achieved(t), end) <= eps)
-        .last()
-        .unwrap_or(last)
+/// Sampled transitions counted by [`GoalOrigin`].
+///
+/// `original + static_object + post_settle + informative` is every
+/// transition; `missed` counts the post-settle and informative relabels
+/// whose goal is where a missed object stopped, `missed_in_motion` the
+/// informative ones among them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RelabelCounts {
+    /// Transitions replayed with their own goal.
+    pub original: usize,
+    /// Relabelled in episodes whose object never moved.
+    pub static_object: usize,
+    /// Relabelled after the object came to rest.
+    pub post_settle: usize,
+    /// Relabelled with a goal from a moving object.
+    pub informative: usize,
+    /// Relabelled with the resting place of an object that missed its goal.
+    pub missed: usize,
+    /// Of `missed`, those on transitions before the object came to rest.
+    pub missed_in_motion: usize,
+}
+
+impl RelabelCounts {
+    /// Counts one transition.
+    pub fn add(&mut self, origin: GoalOrigin) {
+        let missed = match origin {
+            GoalOrigin::Original => {
+                self.original += 1;
+                return;
+            }
+            GoalOrigin::Static => {
+                self.static_object += 1;
+                return;
+            }
+            GoalOrigin::PostSettle { missed } => {
+                self.post_settle += 1;
+                missed
+            }
+            GoalOrigin::Informative { missed } => {
+                self.informative += 1;
+                self.missed_in_motion += usize::from(missed);
+                missed
+            }
+        };
+        self.missed += usize::from(missed);
+    }
+
+    /// All counted transitions.
+    pub fn total(&self) -> usize {
+        self.original + self.static_object + self.post_settle + self.informative
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &RelabelCounts) {
+        self.original += other.original;
+        self.static_object += other.static_object;
+        self.post_settle += other.post_settle;
+        self.informative += other.informative;
+        self.missed += other.missed;
+        self.missed_in_motion += other.missed_in_motion;
+    }
+
+    /// Each count as a share of all counted transitions, under the metric
+    /// keys `her/original`, `her/static`, `her/post_settle`,
+    /// `her/informative` (these four sum to 1), `her/missed` and
+    /// `her/missed_in_motion`. Empty when nothing was counted.
+    pub fn shares(&self) -> Vec<(String, f64)> {
+        let total = self.total();
+        if total == 0 {
+            return Vec::new();
+        }
+        [
+            ("her/original", self.original),
+            ("her/static", self.static_object),
+            ("her/post_settle", self.post_settle),
+            ("her/informative", self.informative),
+            ("her/missed", self.missed),
+            ("her/missed_in_motion", self.missed_in_motion),
+        ]
+        .into_iter()
+        .map(|(key, count)| (key.to_string(), count as f64 / total as f64))
+        .collect()
+    }
 }
 
 /// Picks the achieved-goal index to substitute for step `t`, or `None` to
 /// keep the original goal. Draws from `rng` in a fixed order.
-fn pick_goal_step<R: Rng + ?Sized>(
+fn pick_goal_step<R: Rng + ?Sized, G: GoalReward + ?Sized>(
     episode: &Episode,
     t: usize,
     config: &HerConfig,
+    goals: &G,
     rng: &mut R,
 ) -> Option<usize> {
     let relabel = rng.random::<f64>() < config.relabel_probability();
-    if !relabel || (config.skip_static && is_static(episode, config.static_epsilon)) {
+    if !relabel {
         return None;
     }
-    let last = if config.cap_at_settle {
-        settle_step(episode, config.static_epsilon).max(1)
+    let motion = episode.motion(config.static_epsilon);
+    if config.skip_static && !motion.moved {
+        return None;
+    }
+    let mut last = if config.cap_at_settle {
+        motion.settle.max(1)
     } else {
         episode.len()
     };
+    if config.missed == MissedRelabel::Path && motion.moved && missed(episode, goals) {
+        // Only points the object passed before it came to rest.
+        last = last.min(motion.settle.saturating_sub(1));
+        if last == 0 {
+            return None;
+        }
+    }
     match config.strategy {
         HerStrategy::None => None,
         HerStrategy::Future if t < last => Some(rng.random_range(t + 1..=last)),
@@ -227,6 +436,16 @@ fn pick_goal_step<R: Rng + ?Sized>(
         HerStrategy::Final => Some(last),
         HerStrategy::Episode => Some(rng.random_range(1..=last)),
     }
+}
+
+/// Whether `episode` missed its own goal: the env's success test fails on
+/// the final achieved goal and the last desired goal.
+fn missed<G: GoalReward + ?Sized>(episode: &Episode, goals: &G) -> bool {
+    let last = episode.len();
+    !goals.success(
+        episode.achieved(last),
+        episode.desired(last.saturating_sub(1)),
+    )
 }
 
 /// Appends transition `t` of `episode` to `batch`, relabelled per `config`.
@@ -238,7 +457,7 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
     goals: &G,
     rng: &mut R,
 ) {
-    let goal_step = pick_goal_step(episode, t, config, rng);
+    let goal_step = pick_goal_step(episode, t, config, goals, rng);
     let goal = match goal_step {
         Some(t_goal) => episode.achieved(t_goal),
         None => episode.desired(t),
@@ -258,6 +477,13 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
     batch.terminals.push(terminal);
     batch.steps.push(t);
     batch.goal_steps.push(goal_step);
+    batch.origins.push(goal_origin(
+        episode,
+        t,
+        goal_step,
+        config.static_epsilon,
+        goals,
+    ));
 }
 
 /// Appends `n` transitions drawn uniformly from `buffer`, relabelled per
@@ -524,5 +750,194 @@ mod tests {
                 );
             }
         }
+    }
+
+    // ---- relabel accounting on hand-built episodes ----
+
+    /// An episode through `positions` (achieved goals `ag_0 … ag_T`) that
+    /// asks for `goal` at every step.
+    fn episode_toward(positions: &[f32], goal: f32) -> Episode {
+        let mut e = Episode::start(DIMS, &[positions[0]], &[positions[0]]);
+        for (t, p) in positions.iter().enumerate().skip(1) {
+            e.push(&[goal], &[t as f32], &[*p], &[*p]);
+        }
+        e
+    }
+
+    /// The object never moves (jitter below 1e-3) in 4 steps.
+    fn static_object() -> Episode {
+        episode_toward(&[0.3, 0.3, 0.3005, 0.3, 0.3], 10.0)
+    }
+
+    /// A push that reaches its goal 0.3 at step 4 and rests there to step 6
+    /// (an env that does not end on success): settle step 4, not missed.
+    fn settled_push() -> Episode {
+        episode_toward(&[0.0, 0.0, 0.1, 0.2, 0.3, 0.3, 0.3], 0.3)
+    }
+
+    /// A ball struck at step 2 that rolls out to 0.45 and rests there from
+    /// step 6 of 8, short of the net at 0.8: settle step 6, missed.
+    fn missed_ball() -> Episode {
+        episode_toward(&[0.0, 0.0, 0.0, 0.2, 0.35, 0.42, 0.45, 0.45, 0.45], 0.8)
+    }
+
+    /// Counts over every pair `(t, t')` the `future` strategy can draw.
+    fn future_census(episode: &Episode) -> RelabelCounts {
+        let mut counts = RelabelCounts::default();
+        for t in 0..episode.len() {
+            for t_goal in t + 1..=episode.len() {
+                counts.add(goal_origin(episode, t, Some(t_goal), 1e-3, &Line));
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn motion_of_hand_built_episodes() {
+        let motion = |e: &Episode| e.motion(1e-3);
+        assert!(!motion(&static_object()).moved);
+        assert_eq!(
+            motion(&settled_push()),
+            crate::replay::Motion {
+                moved: true,
+                settle: 4
+            }
+        );
+        assert_eq!(
+            motion(&missed_ball()),
+            crate::replay::Motion {
+                moved: true,
+                settle: 6
+            }
+        );
+        // Still moving on the last step: settles only at T.
+        assert_eq!(motion(&moving(5)).settle, 5);
+    }
+
+    #[test]
+    fn relabel_categories_of_every_future_pair_have_the_hand_counted_sizes() {
+        // Static, T = 4: all 4·5/2 = 10 pairs are static.
+        assert_eq!(
+            future_census(&static_object()),
+            RelabelCounts {
+                static_object: 10,
+                ..RelabelCounts::default()
+            }
+        );
+        // Settled push, T = 6, s = 4: 21 pairs; post-settle are t ≥ 4:
+        // (4,5), (4,6), (5,6). It reached its goal, so none is missed.
+        assert_eq!(
+            future_census(&settled_push()),
+            RelabelCounts {
+                post_settle: 3,
+                informative: 18,
+                ..RelabelCounts::default()
+            }
+        );
+        // Missed ball, T = 8, s = 6: 36 pairs; post-settle (6,7), (6,8),
+        // (7,8); goals where it stopped are t' ∈ {6, 7, 8}: 6 + 7 + 8 = 21
+        // pairs, of which 21 − 3 = 18 start while the ball still rolls.
+        assert_eq!(
+            future_census(&missed_ball()),
+            RelabelCounts {
+                post_settle: 3,
+                informative: 33,
+                missed: 21,
+                missed_in_motion: 18,
+                ..RelabelCounts::default()
+            }
+        );
+    }
+
+    #[test]
+    fn sampled_batches_tag_every_row_as_the_hand_rule_says() {
+        // Per episode: whether it moved, its settle step, whether it missed.
+        let cases = [
+            (static_object(), false, 4, false),
+            (settled_push(), true, 4, false),
+            (missed_ball(), true, 6, true),
+        ];
+        for (episode, moved, s, missed) in cases {
+            let batch = sample(&buffer_of(vec![episode]), &HerConfig::default(), 2_000, 9);
+            let mut expected = RelabelCounts::default();
+            for i in 0..batch.len() {
+                let t = batch.steps[i];
+                let origin = match batch.goal_steps[i] {
+                    None => GoalOrigin::Original,
+                    Some(_) if !moved => GoalOrigin::Static,
+                    Some(g) if t >= s && g >= s => GoalOrigin::PostSettle { missed },
+                    Some(g) => GoalOrigin::Informative {
+                        missed: missed && g >= s,
+                    },
+                };
+                assert_eq!(batch.origins[i], origin, "row {i}: t = {t}");
+                expected.add(origin);
+            }
+            assert_eq!(batch.relabel_counts(), expected);
+            assert_eq!(expected.total(), 2_000);
+            let relabelled = 2_000 - expected.original;
+            assert_eq!(relabelled, batch.goal_steps.iter().flatten().count());
+        }
+    }
+
+    #[test]
+    fn shares_are_fractions_of_all_counted_transitions() {
+        let counts = RelabelCounts {
+            original: 2,
+            static_object: 1,
+            post_settle: 3,
+            informative: 4,
+            missed: 5,
+            missed_in_motion: 2,
+        };
+        let shares = counts.shares();
+        let share = |key: &str| shares.iter().find(|(k, _)| k == key).unwrap().1;
+        assert_eq!(share("her/original"), 0.2);
+        assert_eq!(share("her/static"), 0.1);
+        assert_eq!(share("her/post_settle"), 0.3);
+        assert_eq!(share("her/informative"), 0.4);
+        assert_eq!(share("her/missed"), 0.5);
+        assert_eq!(share("her/missed_in_motion"), 0.2);
+        assert!(RelabelCounts::default().shares().is_empty());
+        let mut twice = counts;
+        twice.merge(&counts);
+        assert_eq!(twice.total(), 20);
+        assert_eq!(twice.missed_in_motion, 4);
+    }
+
+    #[test]
+    fn missed_path_never_relabels_with_where_a_missed_ball_stopped() {
+        let path = HerConfig {
+            missed: MissedRelabel::Path,
+            ..HerConfig::default()
+        };
+        // Missed ball, s = 6: goals only from t' ∈ t+1..=5; steps 5..8 have
+        // none and keep the net as their goal.
+        let batch = sample(&buffer_of(vec![missed_ball()]), &path, 4_000, 10);
+        let counts = batch.relabel_counts();
+        assert_eq!((counts.missed, counts.post_settle), (0, 0));
+        for i in 0..batch.len() {
+            let t = batch.steps[i];
+            match batch.goal_steps[i] {
+                Some(g) => assert!(g > t && g <= 5, "t = {t}, t' = {g}"),
+                None => assert_eq!(batch.goals[i], 0.8),
+            }
+            if t >= 5 {
+                assert_eq!(batch.goal_steps[i], None, "t = {t}");
+                assert_eq!(batch.rewards[i], -1.0);
+            }
+        }
+        // Relabels keep their k/(1+k) rate on the steps that have a path
+        // goal (t < 5: 5 of 8 steps).
+        let early = (0..batch.len()).filter(|&i| batch.steps[i] < 5).count();
+        let relabelled = batch.goal_steps.iter().flatten().count() as f64 / early as f64;
+        assert!((relabelled - 0.8).abs() < 0.04, "{relabelled}");
+        // An episode that reached its goal is relabelled as before, with the
+        // same random draws.
+        let reached = buffer_of(vec![settled_push()]);
+        assert_eq!(
+            sample(&reached, &path, 500, 11),
+            sample(&reached, &HerConfig::default(), 500, 11)
+        );
     }
 }

@@ -35,6 +35,9 @@ pub use hac::{
     Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, Transition, TransitionBuffer,
     TransitionDims, attempt_transitions,
 };
-pub use her::{GoalReward, HerConfig, HerStrategy, TransitionBatch, sample_batch, sample_episode};
+pub use her::{
+    GoalOrigin, GoalReward, HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
+    goal_origin, sample_batch, sample_episode,
+};
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};
-pub use replay::{Episode, EpisodeDims, ReplayBuffer};
+pub use replay::{Episode, EpisodeDims, Motion, ReplayBuffer};

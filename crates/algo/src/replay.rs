@@ -15,6 +15,7 @@
 //! [`Error`], never a panic or a silently wrong buffer.
 
 use std::collections::VecDeque;
+use std::sync::OnceLock;
 
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,44 @@ pub struct Episode {
     /// The last transition ended the task (`terminated`), rather than being
     /// cut by a time limit.
     terminated: bool,
+    /// [`Episode::motion`] for the last threshold asked, computed once:
+    /// hindsight sampling asks for every transition it draws.
+    #[serde(skip)]
+    motion: MotionCache,
+}
+
+/// How the achieved goal (the object) moved during an episode, judged with
+/// a distance threshold `eps` (goal units, e.g. metres).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Motion {
+    /// Whether the achieved goal ever went farther than `eps` from where it
+    /// started (`|ag_t − ag_0| > eps` for some `t`).
+    pub moved: bool,
+    /// The settle step `s`: the first step from which the achieved goal stays
+    /// within `eps` of its final value `ag_T`. From `s` on the object rests
+    /// where the episode leaves it; `s = T` when it was still moving at the
+    /// end (or only got there on the last step).
+    pub settle: usize,
+}
+
+/// A computed [`Motion`] with the threshold (as bits) it was computed for.
+/// Compares equal to any other: it is derived from the episode, not part of it.
+#[derive(Clone, Debug, Default)]
+struct MotionCache(OnceLock<(u32, Motion)>);
+
+impl PartialEq for MotionCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// Euclidean distance between two goals.
+pub(crate) fn goal_distance(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f32>()
+        .sqrt()
 }
 
 impl Episode {
@@ -61,6 +100,7 @@ impl Episode {
             desired: Vec::new(),
             actions: Vec::new(),
             terminated: false,
+            motion: MotionCache::default(),
         }
     }
 
@@ -77,6 +117,7 @@ impl Episode {
         self.actions.extend_from_slice(action);
         self.obs.extend_from_slice(next_obs);
         self.achieved.extend_from_slice(next_achieved);
+        self.motion = MotionCache::default();
     }
 
     /// Marks whether the last transition ended the task.
@@ -122,6 +163,44 @@ impl Episode {
     /// Action `a_t`, `t ∈ 0..T`.
     pub fn action(&self, t: usize) -> &[f32] {
         &self.actions[t * self.dims.act..(t + 1) * self.dims.act]
+    }
+
+    /// How the achieved goal moved, with threshold `eps`. Computed once per
+    /// episode and threshold (two passes over `ag_0 … ag_T`), then cached.
+    ///
+    /// ```
+    /// use shoal_algo::{Episode, EpisodeDims, Motion};
+    /// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
+    /// let mut episode = Episode::start(dims, &[0.0], &[0.0]);
+    /// for x in [0.1, 0.2, 0.2, 0.2] {
+    ///     episode.push(&[1.0], &[0.0], &[0.0], &[x]);
+    /// }
+    /// // Moved, and at rest at 0.2 from step 2 of 4.
+    /// assert_eq!(episode.motion(1e-3), Motion { moved: true, settle: 2 });
+    /// ```
+    pub fn motion(&self, eps: f32) -> Motion {
+        match self.motion.0.get() {
+            Some((bits, motion)) if *bits == eps.to_bits() => *motion,
+            cached => {
+                let motion = self.compute_motion(eps);
+                if cached.is_none() {
+                    let _ = self.motion.0.set((eps.to_bits(), motion));
+                }
+                motion
+            }
+        }
+    }
+
+    fn compute_motion(&self, eps: f32) -> Motion {
+        let last = self.len();
+        let (start, end) = (self.achieved(0), self.achieved(last));
+        let moved = (1..=last).any(|t| goal_distance(self.achieved(t), start) > eps);
+        let settle = (0..=last)
+            .rev()
+            .take_while(|&t| goal_distance(self.achieved(t), end) <= eps)
+            .last()
+            .unwrap_or(last);
+        Motion { moved, settle }
     }
 
     /// Checks that the vectors agree with `dims` and with each other and hold

@@ -22,6 +22,9 @@ pub const LOSSES_FILE: &str = "losses.png";
 /// Per level of a hierarchical agent (`level0/…`, `level1/…`): its losses
 /// and Q values, and its success rates.
 pub const LEVELS_FILE: &str = "levels.png";
+/// One panel per hindsight-relabelling category (`her/*` keys): the share
+/// of sampled transitions whose goal came from where.
+pub const HER_FILE: &str = "her.png";
 
 const RETURN_KEY: &str = "charts/episodic_return";
 const EVAL_RETURN_KEY: &str = "eval/return_mean";
@@ -30,6 +33,16 @@ const EVAL_SUCCESS_KEY: &str = "eval/success_rate";
 const MAX_POINTS: usize = 2000;
 /// Loss keys beyond this many are left out of the losses figure.
 const MAX_LOSS_PANELS: usize = 6;
+/// The relabel categories in reading order (the four that sum to one, then
+/// the missed-object subsets); other `her/*` keys follow, sorted.
+const HER_KEYS: [&str; 6] = [
+    "her/original",
+    "her/static",
+    "her/post_settle",
+    "her/informative",
+    "her/missed",
+    "her/missed_in_motion",
+];
 
 /// What the plots need to know about one run.
 #[derive(Clone, Debug)]
@@ -40,6 +53,9 @@ pub(crate) struct RunData {
     pub preset: Option<String>,
     /// Its seed (`seed`, or `seed` in a top-level table), if any.
     pub seed: Option<i64>,
+    /// Every other setting of its config as dotted key → value text, if it
+    /// has a config: runs whose settings agree are seeds of one variant.
+    pub settings: Option<BTreeMap<String, String>>,
     pub records: Vec<Value>,
 }
 
@@ -51,13 +67,21 @@ struct Cohort<'a> {
     color: usize,
 }
 
-/// Runs sharing a preset with pairwise different seeds become one cohort;
-/// every other run is a cohort of its own.
+/// Runs that agree in every setting but the seed (or, without a config,
+/// share a preset) and have pairwise different seeds become one cohort,
+/// labelled by the preset and the settings in which it differs from the
+/// other cohorts of that preset; every other run is a cohort of its own.
 fn cohorts(runs: &[RunData]) -> Vec<Cohort<'_>> {
-    let mut by_preset: BTreeMap<&str, Vec<&RunData>> = BTreeMap::new();
+    let variant = |run: &RunData| -> Option<String> {
+        match &run.settings {
+            Some(settings) => Some(format!("{settings:?}")),
+            None => run.preset.clone(),
+        }
+    };
+    let mut by_variant: BTreeMap<String, Vec<&RunData>> = BTreeMap::new();
     for run in runs {
-        if let Some(preset) = &run.preset {
-            by_preset.entry(preset).or_default().push(run);
+        if let Some(key) = variant(run) {
+            by_variant.entry(key).or_default().push(run);
         }
     }
     let is_seed_group = |members: &[&RunData]| {
@@ -65,18 +89,25 @@ fn cohorts(runs: &[RunData]) -> Vec<Cohort<'_>> {
         members.len() >= 2 && seeds.len() == members.len()
     };
     let mut cohorts: Vec<Cohort> = Vec::new();
-    let mut grouped: BTreeSet<&str> = BTreeSet::new();
+    let mut grouped: BTreeSet<String> = BTreeSet::new();
     for run in runs {
-        let group = run.preset.as_deref().and_then(|preset| {
-            let members = &by_preset[preset];
-            is_seed_group(members).then_some((preset, members))
+        let group = variant(run).and_then(|key| {
+            let members = &by_variant[&key];
+            is_seed_group(members).then_some((key, members))
         });
         match group {
-            Some((preset, _)) if grouped.contains(preset) => {}
-            Some((preset, members)) => {
-                grouped.insert(preset);
+            Some((key, _)) if grouped.contains(&key) => {}
+            Some((key, members)) => {
+                grouped.insert(key);
+                let name = run.preset.clone().unwrap_or_else(|| run.label.clone());
+                let differences = distinguishing_settings(run, runs);
+                let name = if differences.is_empty() {
+                    name
+                } else {
+                    format!("{name} {differences}")
+                };
                 cohorts.push(Cohort {
-                    label: format!("{preset} ({} seeds)", members.len()),
+                    label: format!("{name} ({} seeds)", members.len()),
                     members: members.clone(),
                     color: cohorts.len(),
                 });
@@ -89,6 +120,24 @@ fn cohorts(runs: &[RunData]) -> Vec<Cohort<'_>> {
         }
     }
     cohorts
+}
+
+/// `key=value` (comma-separated) for each setting of `run` whose value
+/// differs in some other run of the same preset, seeds aside.
+fn distinguishing_settings(run: &RunData, runs: &[RunData]) -> String {
+    let Some(own) = &run.settings else {
+        return String::new();
+    };
+    let others: Vec<&BTreeMap<String, String>> = runs
+        .iter()
+        .filter(|other| other.preset == run.preset)
+        .filter_map(|other| other.settings.as_ref())
+        .collect();
+    own.iter()
+        .filter(|(key, value)| others.iter().any(|o| o.get(*key) != Some(*value)))
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every figure the runs have data for, with its file name.
@@ -160,6 +209,16 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
             Figure {
                 title: "Losses".into(),
                 panels: loss_panels,
+            },
+        ));
+    }
+    let her_panels = her_panels(runs, &cohorts);
+    if !her_panels.is_empty() {
+        figures.push((
+            HER_FILE,
+            Figure {
+                title: "Hindsight goals by origin (share of sampled transitions)".into(),
+                panels: her_panels,
             },
         ));
     }
@@ -390,11 +449,34 @@ fn keys_where(runs: &[RunData], select: impl Fn(&str) -> bool) -> BTreeSet<&str>
 
 fn loss_panels(runs: &[RunData], cohorts: &[Cohort]) -> Vec<Panel> {
     let keys = keys_where(runs, |key| key.starts_with("losses/"));
-    let many = runs.len() > 1;
-    keys.into_iter()
-        .take(MAX_LOSS_PANELS)
-        .filter_map(|key| {
+    let keys: Vec<&str> = keys.into_iter().take(MAX_LOSS_PANELS).collect();
+    keyed_panels(&keys, cohorts, runs.len() > 1, None)
+}
+
+/// The `her/*` shares, in [`HER_KEYS`] order, on a 0–1 axis.
+fn her_panels(runs: &[RunData], cohorts: &[Cohort]) -> Vec<Panel> {
+    let present = keys_where(runs, |key| key.starts_with("her/"));
+    let mut keys: Vec<&str> = HER_KEYS
+        .iter()
+        .copied()
+        .filter(|key| present.contains(key))
+        .collect();
+    keys.extend(present.iter().filter(|key| !HER_KEYS.contains(key)));
+    keyed_panels(&keys, cohorts, runs.len() > 1, Some((-0.02, 1.02)))
+}
+
+/// One panel per key against episode: every run's curve, raw faint and
+/// smoothed bold, in its cohort's colour (seeds share one legend entry).
+fn keyed_panels(
+    keys: &[&str],
+    cohorts: &[Cohort],
+    many: bool,
+    y_range: Option<(f64, f64)>,
+) -> Vec<Panel> {
+    keys.iter()
+        .filter_map(|&key| {
             let mut panel = panel(key.to_string(), "episode", "");
+            panel.y_range = y_range;
             let mut labelled: BTreeSet<usize> = BTreeSet::new();
             for cohort in cohorts {
                 for run in &cohort.members {
@@ -511,6 +593,7 @@ mod tests {
             label: label.into(),
             preset: preset.map(Into::into),
             seed,
+            settings: None,
             records,
         }
     }
@@ -650,5 +733,64 @@ mod tests {
         assert_eq!(split_level_key("levels/x"), None);
         assert_eq!(split_level_key("level1/"), None);
         assert_eq!(split_level_key("level/x"), None);
+    }
+
+    #[test]
+    fn her_shares_get_one_unit_panel_per_category_in_reading_order() {
+        let mut data = run("ball", None, None, 5);
+        data.records.push(
+            json!({"kind": "update", "episode": 5, "env_steps": 50, "wall_s": 5.0,
+            "her/informative": 0.5, "her/original": 0.2, "her/static": 0.1,
+            "her/post_settle": 0.2, "her/missed": 0.3, "losses/critic": 1.0}),
+        );
+        let figures = build_figures(&[data]);
+        let (name, her) = figures.iter().find(|(name, _)| *name == HER_FILE).unwrap();
+        assert_eq!(*name, "her.png");
+        let titles: Vec<&str> = her.panels.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "her/original",
+                "her/static",
+                "her/post_settle",
+                "her/informative",
+                "her/missed"
+            ]
+        );
+        assert!(her.panels.iter().all(|p| p.y_range == Some((-0.02, 1.02))));
+        // Losses stay in their own figure.
+        let losses = &figures.iter().find(|(n, _)| *n == LOSSES_FILE).unwrap().1;
+        assert_eq!(losses.panels.len(), 1);
+    }
+
+    #[test]
+    fn seeds_of_one_setting_group_apart_from_another_setting_of_the_same_preset() {
+        let with = |label: &str, seed: i64, strategy: &str| {
+            let mut data = run(label, Some("ball"), Some(seed), 10);
+            data.settings = Some(BTreeMap::from([
+                ("algo.her_strategy".to_string(), format!("\"{strategy}\"")),
+                ("preset".to_string(), "\"ball\"".to_string()),
+            ]));
+            data
+        };
+        let runs = vec![
+            with("f0", 0, "future"),
+            with("n0", 0, "none"),
+            with("f1", 1, "future"),
+            with("n1", 1, "none"),
+            with("x1", 1, "final"),
+        ];
+        let cohorts = cohorts(&runs);
+        let labels: Vec<&str> = cohorts.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "ball algo.her_strategy=\"future\" (2 seeds)",
+                "ball algo.her_strategy=\"none\" (2 seeds)",
+                "x1"
+            ]
+        );
+        assert_eq!(cohorts[0].members.len(), 2);
+        assert_eq!(cohorts[0].members[1].label, "f1");
     }
 }

@@ -4,6 +4,7 @@ mod draw;
 mod figures;
 mod series;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -12,7 +13,7 @@ use shoal_core::{Error, Result};
 
 pub use draw::{PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH};
 pub use figures::{
-    EVAL_FILE, EVAL_VS_WALL_FILE, LEVELS_FILE, LOSSES_FILE, RETURN_VS_EPISODE_FILE,
+    EVAL_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE, RETURN_VS_EPISODE_FILE,
     RETURN_VS_WALL_FILE,
 };
 
@@ -23,11 +24,13 @@ use figures::RunData;
 
 /// Draws the learning curves of `run_dirs` into `out_dir` as PNGs and
 /// returns the paths written. Several runs are overlaid, with a legend
-/// labelled by run-directory name; runs whose `config.toml` has the same
-/// `preset` but different seeds are drawn as their mean with the min–max
-/// range shaded (against episodes and against wall time alike), so the
-/// spread over seeds is seen before a difference between presets is
-/// believed.
+/// labelled by run-directory name; runs whose `config.toml` agree in every
+/// setting but the seed are drawn as their mean with the min–max range
+/// shaded (against episodes and against wall time alike), so the spread
+/// over seeds is seen before a difference between presets or settings is
+/// believed. Such a group is labelled by its preset and the settings that
+/// tell it from the other groups of that preset
+/// (`ball-ddpg-her algo.her_strategy="final" (3 seeds)`).
 ///
 /// Figures, each written only when the metrics hold its data:
 ///
@@ -38,6 +41,7 @@ use figures::RunData;
 /// | `eval.png` | `eval/return_mean`, and `eval/success_rate` in a second panel when present |
 /// | `eval_vs_wall.png` | the same against `wall_s` (how fast parallel training gets there) |
 /// | `losses.png` | one panel per `losses/*` key |
+/// | `her.png` | one panel per `her/*` share (hindsight goals by origin, DDPG + HER) |
 /// | `levels.png` | one panel per level for keys `level0/…`, `level1/…` (hierarchical agents) |
 ///
 /// A one-panel figure is [`PLOT_WIDTH`] × [`PLOT_HEIGHT`] pixels; one with
@@ -108,12 +112,38 @@ fn load_run(run_dir: &Path) -> Result<RunData> {
         .and_then(|v| v.as_str())
         .map(str::to_string);
     let seed = config.as_ref().and_then(find_seed);
+    let settings = config.as_ref().map(|config| {
+        let mut settings = BTreeMap::new();
+        flatten_settings("", config, &mut settings);
+        settings
+    });
     Ok(RunData {
         label,
         preset,
         seed,
+        settings,
         records,
     })
+}
+
+/// Every leaf of `table` as `prefix.key` → its TOML text, except seeds.
+fn flatten_settings(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, String>) {
+    for (key, value) in table {
+        if key == "seed" {
+            continue;
+        }
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) => flatten_settings(&path, inner, out),
+            leaf => {
+                out.insert(path, leaf.to_string());
+            }
+        }
+    }
 }
 
 /// `seed` at the top level, or else in the first top-level table holding one.
