@@ -252,41 +252,47 @@ fn default_run_directories_are_claimed_atomically() {
 // Killed and resumed
 // ---------------------------------------------------------------------------
 
-/// Trains `source` to `episodes` uninterrupted, and again killed (SIGKILL)
-/// after its first checkpoint then resumed; the metrics must agree.
+/// Trains `source` to 60 episodes uninterrupted, and again killed
+/// (SIGKILL) between its first and second checkpoint (at 20 and 40) after
+/// logging records past the first, then resumed; the metrics must agree.
 fn killed_run_resumes_to_the_uninterrupted_records(name: &str, source: &str, extra: &[&str]) {
     let dir = scratch(name);
     if source.ends_with(".toml") {
         std::fs::write(dir.join(source), TOY_HAC).unwrap();
     }
-    let (episodes, every) = (60, 10);
-    succeeds(run_shoal(
-        &train_args(source, "--out", "full", episodes, every, extra),
-        &dir,
-    ));
+    // Checkpoints every 20 episodes, evaluations (and metrics) every 5.
+    let mut extra = extra.to_vec();
+    extra.extend(["--set", "train.eval_every=5"]);
+    let args = |flag: &str, run: &str| train_args(source, flag, run, 60, 20, &extra);
+    succeeds(run_shoal(&args("--out", "full"), &dir));
 
-    let mut victim = spawn_shoal(
-        &train_args(source, "--out", "killed", episodes, every, extra),
-        &dir,
-    );
-    let latest = dir.join("killed").join("checkpoints").join("latest");
-    wait_for("the first checkpoint", || latest.exists());
+    let mut victim = spawn_shoal(&args("--out", "killed"), &dir);
+    let killed = dir.join("killed");
+    wait_for("records past the first checkpoint", || {
+        let past_first = std::fs::read_to_string(killed.join("metrics.jsonl")).is_ok_and(|m| {
+            m.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .any(|r| r["episode"].as_u64().is_some_and(|e| e > 25))
+        });
+        past_first && killed.join("checkpoints").join("latest").exists()
+    });
     victim.kill().unwrap();
     let status = victim.wait().unwrap();
     assert!(
         !status.success(),
         "the run finished before it could be killed; raise its budget"
     );
-    let killed_at = records(&dir.join("killed")).len();
-    assert!(killed_at < records(&dir.join("full")).len());
-
-    succeeds(run_shoal(
-        &train_args(source, "--resume", "killed", episodes, every, extra),
-        &dir,
-    ));
+    let latest = std::fs::read_to_string(killed.join("checkpoints").join("latest")).unwrap();
+    assert_eq!(
+        latest, "ckpt-000001\n",
+        "killed after the second checkpoint"
+    );
     let full = records(&dir.join("full"));
+    assert!(records(&killed).len() < full.len());
+
+    succeeds(run_shoal(&args("--resume", "killed"), &dir));
     assert!(full.iter().any(|r| r["kind"] == "eval"));
-    assert_eq!(records(&dir.join("killed")), full);
+    assert_eq!(records(&killed), full);
 }
 
 #[test]
@@ -498,6 +504,19 @@ fn counts_are_bounded_and_zero_episodes_is_refused_by_every_strategy() {
         "toy-ddpg-her",
         &["algo.batch_size=9223372036854775807"],
         "ddpg batch_size must be between 1 and 65536",
+    );
+    // Env counts too: a learner keeps whole episodes in memory.
+    refused(
+        &dir,
+        "toy-ddpg-her",
+        &["env.max_episode_steps=100000000000"],
+        "point-goal: max_episode_steps must be between 1 and 1000000, got 100000000000",
+    );
+    refused(
+        &dir,
+        "worm-reinforce",
+        &["env.links=1000000000000"],
+        "worm: links must be between 2 and 64, got 1000000000000",
     );
     for strategy in ["none", "pool", "gather", "averaging"] {
         let workers = if strategy == "none" { "1" } else { "2" };

@@ -45,12 +45,14 @@
 pub mod arm;
 mod ball;
 mod check;
+mod limits;
 mod push;
 mod toy;
 mod worm;
 
 pub use ball::{BALL_TO_NET_ID, BallToNet, BallToNetConfig, scripted_strike_action};
 pub use check::{check_env, check_goal_env};
+pub use limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS};
 pub use push::{ARM_PUSH_ID, ArmPush, ArmPushConfig, scripted_push_action};
 pub use toy::{
     POINT_GOAL_ID, POINT_REACH_ID, PointGoal, PointGoalConfig, PointReach, PointReachConfig,

@@ -71,6 +71,8 @@ pub const POINT_REACH_ID: &str = "point-reach-v1";
 /// The id results on [`PointGoal`] are reported under.
 pub const POINT_GOAL_ID: &str = "point-goal-v1";
 
+use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, check_count};
+
 fn check_positive(env: &str, name: &str, value: f32) -> Result<()> {
     if value.is_finite() && value > 0.0 {
         Ok(())
@@ -151,11 +153,13 @@ impl PointReachConfig {
 
     /// Checks the settings, naming the first problem.
     pub fn validate(&self) -> Result<()> {
-        if self.dim == 0 || self.max_episode_steps == 0 {
-            return Err(Error::Config(
-                "point-reach: dim and max_episode_steps must be at least 1".into(),
-            ));
-        }
+        check_count("point-reach: dim", self.dim, 1, MAX_BODY_PARTS)?;
+        check_count(
+            "point-reach: max_episode_steps",
+            self.max_episode_steps,
+            1,
+            MAX_EPISODE_STEPS,
+        )?;
         check_positive("point-reach", "step_size", self.step_size)
     }
 }
@@ -341,12 +345,12 @@ impl PointGoalConfig {
                 self.distance_threshold
             )));
         }
-        if self.max_episode_steps == 0 {
-            return Err(Error::Config(
-                "point-goal: max_episode_steps must be at least 1".into(),
-            ));
-        }
-        Ok(())
+        check_count(
+            "point-goal: max_episode_steps",
+            self.max_episode_steps,
+            1,
+            MAX_EPISODE_STEPS,
+        )
     }
 }
 

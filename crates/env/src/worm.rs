@@ -131,6 +131,8 @@ use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 use shoal_core::{Env, Error, Info, Result, Space, Step, rng_from_seed};
 
+use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
+
 /// The id results on [`Worm`] are reported under.
 pub const WORM_ID: &str = "worm-v1";
 
@@ -145,7 +147,7 @@ pub const WORM_ID: &str = "worm-v1";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WormConfig {
-    /// Number of rods, at least 2. Default 3 (as Swimmer).
+    /// Number of rods, 2 to 64. Default 3 (as Swimmer).
     pub links: usize,
     /// Length of each rod, m. Default 1.0.
     pub link_length: f32,
@@ -277,19 +279,20 @@ impl WormConfig {
     /// Checks that the settings describe a simulable worm, naming the first problem.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::Config(format!("worm: {msg}")));
-        if self.links < 2 {
-            return bad(format!("links must be at least 2, got {}", self.links));
-        }
+        check_count("worm: links", self.links, 2, MAX_BODY_PARTS)?;
         for (name, value) in [
-            ("substeps", self.substeps),
-            ("solver_iterations", self.solver_iterations),
-            ("pgs_iterations", self.pgs_iterations),
-            ("max_episode_steps", self.max_episode_steps),
+            ("worm: substeps", self.substeps),
+            ("worm: solver_iterations", self.solver_iterations),
+            ("worm: pgs_iterations", self.pgs_iterations),
         ] {
-            if value == 0 {
-                return bad(format!("{name} must be at least 1"));
-            }
+            check_count(name, value, 1, MAX_SUBSTEPS)?;
         }
+        check_count(
+            "worm: max_episode_steps",
+            self.max_episode_steps,
+            1,
+            MAX_EPISODE_STEPS,
+        )?;
         for (name, value) in [
             ("link_length", self.link_length),
             ("link_radius", self.link_radius),

@@ -63,13 +63,13 @@ def test_unknown_keyword_is_a_type_error_naming_it():
 
 
 def test_bad_values_are_value_errors_with_shoals_message():
-    with pytest.raises(ValueError, match="worm: links must be at least 2, got 1"):
+    with pytest.raises(ValueError, match="worm: links must be between 2 and 64, got 1"):
         gym.make("shoal/Worm-v0", links=1)
     with pytest.raises(ValueError, match="links: invalid type: string"):
         gym.make("shoal/Worm-v0", links="three")
     with pytest.raises(ValueError, match="density: must be finite"):
         gym.make("shoal/Worm-v0", density=float("nan"))
-    with pytest.raises(ValueError, match="substeps must be at least 1"):
+    with pytest.raises(ValueError, match="substeps must be between 1 and 1000, got 0"):
         gym.make("shoal/BallToNet-v0", substeps=0)
     with pytest.raises(ValueError, match="render_mode"):
         shoal_envs.WormEnv(render_mode="ansi")

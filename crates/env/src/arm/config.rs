@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use shoal_core::{Error, Result};
 
+use crate::limits::{MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
+
 /// Settings shared by the arm tasks ([`crate::ArmPush`], [`crate::BallToNet`]).
 ///
 /// Coordinates are metres in a z-up world frame whose origin is the centre of
@@ -313,15 +315,14 @@ impl ArmConfig {
                 )));
             }
         }
-        if self.max_episode_steps == 0 {
-            return Err(Error::Config("max_episode_steps must be at least 1".into()));
-        }
-        if self.substeps == 0 {
-            return Err(Error::Config("substeps must be at least 1".into()));
-        }
-        if self.solver_iterations == 0 {
-            return Err(Error::Config("solver_iterations must be at least 1".into()));
-        }
+        check_count(
+            "max_episode_steps",
+            self.max_episode_steps,
+            1,
+            MAX_EPISODE_STEPS,
+        )?;
+        check_count("substeps", self.substeps, 1, MAX_SUBSTEPS)?;
+        check_count("solver_iterations", self.solver_iterations, 1, MAX_SUBSTEPS)?;
         if !(self.gripper_max_height.is_finite()
             && self.gripper_max_height >= self.gripper_min_height())
         {
