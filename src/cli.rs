@@ -129,6 +129,34 @@ pub fn eval(run_dir: &Path, episodes: usize) -> Result<()> {
     Ok(())
 }
 
+/// A count on the command line: digits, or a whole number in exponent
+/// notation (`1e3`). Too large a count saturates, so that the range check
+/// after parsing names it in one line.
+///
+/// ```
+/// use shoal::cli::parse_count;
+/// assert_eq!(parse_count("20"), Ok(20));
+/// assert_eq!(parse_count("1e3"), Ok(1000));
+/// assert_eq!(parse_count("99999999999999999999999"), Ok(usize::MAX));
+/// for bad in ["1.5", "-1", "inf", "nan", "many", ""] {
+///     assert!(parse_count(bad).is_err(), "{bad}");
+/// }
+/// ```
+pub fn parse_count(text: &str) -> std::result::Result<usize, String> {
+    if let Ok(n) = text.parse::<usize>() {
+        return Ok(n);
+    }
+    match text.parse::<f64>() {
+        Ok(x) if x >= 0.0 && x.fract() == 0.0 => Ok(if x >= usize::MAX as f64 {
+            usize::MAX
+        } else {
+            x as usize
+        }),
+        _ if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => Ok(usize::MAX),
+        _ => Err(format!("`{text}` is not a whole number")),
+    }
+}
+
 /// `--episodes N` of `eval` and `render`, between 1 and `max`.
 pub fn check_episodes_flag(episodes: usize, max: usize) -> Result<()> {
     if (1..=max).contains(&episodes) {

@@ -26,7 +26,7 @@ enum Command {
         /// The run directory.
         run_dir: PathBuf,
         /// Evaluation episodes.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, value_parser = cli::parse_count, default_value_t = 20)]
         episodes: usize,
     },
     /// Write PNG learning curves of one or more runs.
@@ -51,7 +51,7 @@ enum Command {
         /// The run directory.
         run_dir: PathBuf,
         /// Episodes to render.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, value_parser = cli::parse_count, default_value_t = 1)]
         episodes: usize,
         /// Output GIF (default: <run-dir>/render.gif).
         #[arg(long)]
