@@ -469,6 +469,12 @@ fn dir_entries(dir: &Path) -> Result<Vec<String>> {
 /// directory that already holds a run, or anything else, is refused with
 /// nothing written (not even the lock file).
 fn claim_out_dir(out: &Path) -> Result<RunDir> {
+    if out.exists() && !out.is_dir() {
+        return Err(Error::file(
+            out,
+            "exists and is not a directory; give a directory as --out",
+        ));
+    }
     std::fs::create_dir_all(out)
         .map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
     let refuse = |names: &[String]| -> Result<()> {

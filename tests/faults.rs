@@ -208,6 +208,14 @@ fn foreign_directory_as_out_is_refused_and_left_byte_for_byte() {
     assert_clean_failure(&out, "done already holds a run; use --resume done");
     assert!(before == snapshot(&dir.join("done")));
 
+    std::fs::write(dir.join("a-file"), "x").unwrap();
+    let out = run_shoal(
+        &train_args("toy-reinforce", "--out", "a-file", 20, 10, &[]),
+        &dir,
+    );
+    assert_clean_failure(&out, "a-file: exists and is not a directory");
+    assert_eq!(std::fs::read(dir.join("a-file")).unwrap(), b"x");
+
     // An empty directory is fine.
     std::fs::create_dir_all(dir.join("empty")).unwrap();
     succeeds(run_shoal(
