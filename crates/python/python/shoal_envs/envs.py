@@ -13,7 +13,6 @@ seed from ``self.np_random``, which Gymnasium seeds from the OS.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 import gymnasium
@@ -24,8 +23,9 @@ from shoal_envs import _core
 
 __all__ = ["WormEnv", "ArmPushEnv", "BallToNetEnv"]
 
-# The Rust envs count steps in a usize; this many is "never truncate".
-_NO_LIMIT = sys.maxsize
+# The longest episode a shoal env accepts (shoal_env::MAX_EPISODE_STEPS):
+# with Gymnasium's TimeLimit in charge, the Rust limit is lifted to it.
+_NO_LIMIT = 1_000_000
 
 
 class _ShoalEnv(gymnasium.Env):
