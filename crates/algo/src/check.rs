@@ -1,8 +1,9 @@
 //! Checks every learner's config shares: network widths, step sizes,
 //! gradient-norm limits and counts, each with an upper bound so that no
-//! setting can make a learner allocate without limit.
+//! setting can make a learner allocate without limit; and the check DDPG
+//! and HAC share on the goal envs they are given (same task, bounded actions).
 
-use shoal_core::{Error, Result};
+use shoal_core::{Error, GoalEnv, Result, Space};
 
 /// Widest hidden layer accepted (a 8192² layer with Adam's moments is ~0.8 GB).
 pub const MAX_WIDTH: usize = 8192;
@@ -70,6 +71,36 @@ pub(crate) fn count(algo: &str, key: &str, value: usize, max: usize) -> Result<(
             format!("must be between 1 and {max}, got {value}"),
         ))
     }
+}
+
+/// The action space of `env` after checking that `eval_env` is the same task
+/// and that actions are bounded (actors squash to the bounds); `algo` names
+/// the algorithm in the error.
+pub(crate) fn matching_bounded_envs<E: GoalEnv>(
+    env: &E,
+    eval_env: &E,
+    algo: &str,
+) -> Result<Space> {
+    if eval_env.goal_dim() != env.goal_dim()
+        || eval_env.observation_space().dim() != env.observation_space().dim()
+        || eval_env.action_space() != env.action_space()
+    {
+        return Err(Error::Config(
+            "the evaluation env differs from the training env".into(),
+        ));
+    }
+    let action_space = env.action_space().clone();
+    if action_space
+        .low
+        .iter()
+        .chain(&action_space.high)
+        .any(|b| !b.is_finite())
+    {
+        return Err(Error::Config(format!(
+            "{algo} needs a bounded action space"
+        )));
+    }
+    Ok(action_space)
 }
 
 #[cfg(test)]

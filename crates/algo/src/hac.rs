@@ -1,9 +1,10 @@
 //! HAC, Hierarchical Actor-Critic (Levy et al., 2019, "Learning Multi-Level Hierarchies with Hindsight").
 //!
-//! Read top to bottom: the config with the paper's values, the transition
-//! buffer each level replays from, the shared networks ([`HacModels`]), the
-//! three kinds of transitions built from one level's attempt, the
-//! hierarchical rollout, then the agent ([`Hac`]) and its `Learner` plumbing.
+//! Read top to bottom: the config with the paper's values, the shared
+//! networks ([`HacModels`]), the three kinds of transitions built from one
+//! level's attempt, the hierarchical rollout, then the agent ([`Hac`]) and
+//! its `Learner` plumbing. Each level replays from a [`TransitionBuffer`]
+//! (`transition_buffer.rs`) and learns through an [`ActorCritic`].
 //!
 //! # The hierarchy
 //!
@@ -48,8 +49,6 @@
 //! calls per episode is fixed (1 + levels × `n_batches`), so workers whose
 //! episodes differ in length never fall out of step.
 
-use std::collections::VecDeque;
-
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
@@ -59,9 +58,10 @@ use shoal_core::{
 };
 use shoal_policy::{ActionNoise, NoiseKind, Normalizer};
 
+use crate::actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
 use crate::check;
-use crate::ddpg::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
 use crate::her::GoalReward;
+use crate::transition_buffer::{Transition, TransitionBuffer, TransitionDims};
 
 // -------------------------------------------------------------------------
 // Configuration
@@ -234,159 +234,6 @@ impl HacConfig {
             action_l2: self.action_l2 as f32,
             target_clip: Some((self.penalty(), 0.0)),
         }
-    }
-}
-
-// -------------------------------------------------------------------------
-// A buffer of single transitions
-// -------------------------------------------------------------------------
-
-/// Widths of one level's transitions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TransitionDims {
-    /// Observation part `o` (without the goals).
-    pub obs: usize,
-    /// Goal (and subgoal) length.
-    pub goal: usize,
-    /// Action length: the env's for level 0, the goal's above.
-    pub act: usize,
-}
-
-/// One stored transition of a level. HAC's rewards are not recomputable
-/// from goals alone (the −H penalty), so they are stored, not relabelled at
-/// sampling time as [`crate::her`] does.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Transition {
-    /// Observation part `o_t`.
-    pub obs: Vec<f32>,
-    /// Action (or subgoal) in `[-1, 1]`.
-    pub action: Vec<f32>,
-    /// Reward: 0, −1, or the penalty −H.
-    pub reward: f32,
-    /// Observation part `o_{t+1}`.
-    pub next_obs: Vec<f32>,
-    /// Goal the transition is replayed with.
-    pub goal: Vec<f32>,
-    /// No bootstrap (discount 0): the goal was reached, or a tested subgoal missed.
-    pub terminal: bool,
-}
-
-/// First bytes of a serialised [`TransitionBuffer`].
-const BUFFER_MAGIC: [u8; 8] = *b"shoalHT\0";
-/// Bumped whenever the serialised buffer layout changes.
-const BUFFER_VERSION: u32 = 1;
-
-#[derive(Serialize, Deserialize)]
-struct BufferFile {
-    magic: [u8; 8],
-    version: u32,
-    dims: TransitionDims,
-    transitions: Vec<Transition>,
-}
-
-/// A FIFO store of single transitions with a capacity, sampled uniformly.
-#[derive(Clone, Debug)]
-pub struct TransitionBuffer {
-    dims: TransitionDims,
-    capacity: usize,
-    items: VecDeque<Transition>,
-}
-
-impl TransitionBuffer {
-    /// An empty buffer of at most `capacity` transitions of `dims`.
-    pub fn new(dims: TransitionDims, capacity: usize) -> Result<Self> {
-        if capacity == 0 {
-            return Err(Error::Config(
-                "transition buffer capacity must be at least 1".into(),
-            ));
-        }
-        Ok(TransitionBuffer {
-            dims,
-            capacity,
-            items: VecDeque::new(),
-        })
-    }
-
-    /// Stored transitions.
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    /// Whether nothing is stored.
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
-    /// Transition `index`, oldest first.
-    pub fn get(&self, index: usize) -> &Transition {
-        &self.items[index]
-    }
-
-    /// Stores `t`, evicting the oldest transition when full.
-    pub fn push(&mut self, t: Transition) -> Result<()> {
-        let d = self.dims;
-        let ok = t.obs.len() == d.obs
-            && t.next_obs.len() == d.obs
-            && t.goal.len() == d.goal
-            && t.action.len() == d.act;
-        if !ok {
-            return Err(Error::Shape(format!(
-                "transition of {} / {} / {} / {} values does not fit {d:?}",
-                t.obs.len(),
-                t.next_obs.len(),
-                t.goal.len(),
-                t.action.len()
-            )));
-        }
-        if self.items.len() == self.capacity {
-            self.items.pop_front();
-        }
-        self.items.push_back(t);
-        Ok(())
-    }
-
-    /// A uniformly drawn transition, or `None` when empty.
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<&Transition> {
-        if self.items.is_empty() {
-            return None;
-        }
-        Some(&self.items[rng.random_range(0..self.items.len())])
-    }
-
-    /// The buffer as bytes behind a header (magic, version, dimensions).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        postcard::to_stdvec(&BufferFile {
-            magic: BUFFER_MAGIC,
-            version: BUFFER_VERSION,
-            dims: self.dims,
-            transitions: self.items.iter().cloned().collect(),
-        })
-        .expect("serialising plain vectors cannot fail")
-    }
-
-    /// Replaces the contents with [`TransitionBuffer::to_bytes`] output of the
-    /// same dimensions (keeping the newest ones if over capacity); on error
-    /// `self` is unchanged.
-    pub fn load_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let file: BufferFile = postcard::from_bytes(bytes)
-            .map_err(|e| Error::Shape(format!("transition buffer is unreadable: {e}")))?;
-        if file.magic != BUFFER_MAGIC || file.version != BUFFER_VERSION {
-            return Err(Error::Shape(format!(
-                "not a shoal transition buffer of version {BUFFER_VERSION}"
-            )));
-        }
-        if file.dims != self.dims {
-            return Err(Error::Shape(format!(
-                "transition buffer holds {:?}, this level needs {:?}",
-                file.dims, self.dims
-            )));
-        }
-        let mut fresh = TransitionBuffer::new(self.dims, self.capacity)?;
-        for t in file.transitions {
-            fresh.push(t)?;
-        }
-        *self = fresh;
-        Ok(())
     }
 }
 
@@ -990,7 +837,7 @@ impl<E: GoalEnv> Hac<E> {
                 models.len()
             )));
         }
-        let action_space = crate::ddpg::matching_bounded_envs(&env, &eval_env, "HAC")?;
+        let action_space = check::matching_bounded_envs(&env, &eval_env, "HAC")?;
         let subgoal_space = match (&config.subgoal_low, &config.subgoal_high) {
             (Some(low), Some(high)) => Space::new(low.clone(), high.clone()),
             _ => {
@@ -1400,11 +1247,10 @@ impl<E: GoalEnv> GradientLearner for Hac<E> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Barrier, Mutex};
-
-    use shoal_env::{PointGoal, PointGoalConfig};
+    use shoal_env::PointGoal;
 
     use super::*;
+    use crate::testutil::{point_goal as env, two_workers};
 
     /// 1-D goals on a line: success within 0.1, reward −1/0.
     struct Line;
@@ -1477,16 +1323,6 @@ mod tests {
         assert!(out[12..].iter().all(|g| g.reward == 0.0 && g.terminal));
         let penalties = out.iter().filter(|g| g.reward == -25.0).count();
         assert_eq!(penalties, 1);
-    }
-
-    fn env(max_steps: usize) -> PointGoal {
-        PointGoal::new(
-            PointGoalConfig::default()
-                .distance_threshold(0.1)
-                .max_speed(0.2)
-                .max_episode_steps(max_steps),
-        )
-        .unwrap()
     }
 
     fn small() -> HacConfig {
@@ -1677,59 +1513,20 @@ mod tests {
         assert!(worker.parameters() == plain.parameters());
     }
 
-    /// Stands in for two workers on threads: each `mean` call waits for the
-    /// other and averages in rank order, so both get the same bits.
-    struct PairReducer {
-        rank: usize,
-        slots: Arc<Mutex<[Vec<f32>; 2]>>,
-        barrier: Arc<Barrier>,
-    }
-
-    impl MeanReducer for PairReducer {
-        fn mean(&mut self, values: &mut [f32]) -> Result<()> {
-            self.slots.lock().unwrap()[self.rank] = values.to_vec();
-            self.barrier.wait();
-            {
-                let slots = self.slots.lock().unwrap();
-                assert_eq!(slots[0].len(), slots[1].len(), "reductions out of step");
-                for (i, v) in values.iter_mut().enumerate() {
-                    *v = (slots[0][i] + slots[1][i]) / 2.0;
-                }
-            }
-            self.barrier.wait();
-            Ok(())
-        }
-    }
-
     #[test]
     fn two_averaging_workers_on_shared_models_stay_identical() {
-        let slots = Arc::new(Mutex::new([Vec::new(), Vec::new()]));
-        let barrier = Arc::new(Barrier::new(2));
         let shared = agent(small(), 100).models().clone();
-        let results: Vec<(Vec<f32>, Vec<u8>, Vec<f32>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..2)
-                .map(|rank| {
-                    let mut reducer = PairReducer {
-                        rank,
-                        slots: slots.clone(),
-                        barrier: barrier.clone(),
-                    };
-                    let models = shared.clone();
-                    scope.spawn(move || {
-                        // Different seeds: different episodes, lengths and buffers.
-                        let mut worker =
-                            Hac::with_models(small(), models, env(25), env(25), 100 + rank as u64)
-                                .unwrap();
-                        worker.learn_averaged(3, &mut reducer).unwrap();
-                        (
-                            worker.parameters(),
-                            worker.models().save_state(),
-                            worker.buffer(0).get(0).obs.clone(),
-                        )
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        let results = two_workers(|rank, reducer| {
+            // Different seeds: different episodes, lengths and buffers.
+            let mut worker =
+                Hac::with_models(small(), shared.clone(), env(25), env(25), 100 + rank as u64)
+                    .unwrap();
+            worker.learn_averaged(3, reducer).unwrap();
+            (
+                worker.parameters(),
+                worker.models().save_state(),
+                worker.buffer(0).get(0).obs.clone(),
+            )
         });
         assert_ne!(
             results[0].2, results[1].2,

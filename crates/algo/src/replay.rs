@@ -21,6 +21,8 @@ use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 use shoal_core::{Error, Result};
 
+use crate::versioned::Format;
+
 /// Widths of the vectors a goal-conditioned episode is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpisodeDims {
@@ -240,19 +242,13 @@ impl Episode {
     }
 }
 
-/// First bytes of a serialised buffer.
-const MAGIC: [u8; 8] = *b"shoalRB\0";
-/// Bumped whenever the serialised layout changes.
-const FORMAT_VERSION: u32 = 1;
-
-#[derive(Serialize, Deserialize)]
-struct Header {
-    magic: [u8; 8],
-    version: u32,
-    dims: EpisodeDims,
-    episodes: u64,
-    transitions: u64,
-}
+/// The byte format of a [`ReplayBuffer`]; the body after the header is the
+/// episode and transition counts, then the episodes follow one by one.
+const FORMAT: Format = Format {
+    name: "replay buffer",
+    magic: *b"shoalRB\0",
+    version: 1,
+};
 
 /// A FIFO store of whole episodes with a capacity in transitions.
 ///
@@ -377,17 +373,11 @@ impl ReplayBuffer {
         self.transitions = 0;
     }
 
-    /// The buffer as bytes: a header (magic, version, dimensions, counts),
-    /// then the episodes, oldest first.
+    /// The buffer as bytes: a header (magic, version, dimensions), the
+    /// counts, then the episodes, oldest first.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let header = Header {
-            magic: MAGIC,
-            version: FORMAT_VERSION,
-            dims: self.dims,
-            episodes: self.episodes.len() as u64,
-            transitions: self.transitions as u64,
-        };
-        let mut bytes = postcard::to_stdvec(&header).expect("serialising a header cannot fail");
+        let counts = (self.episodes.len() as u64, self.transitions as u64);
+        let mut bytes = FORMAT.write(&self.dims, &counts);
         for episode in &self.episodes {
             bytes.extend(postcard::to_stdvec(episode).expect("serialising vectors cannot fail"));
         }
@@ -399,38 +389,22 @@ impl ReplayBuffer {
     /// buffer's (the oldest episodes are evicted if the saved ones do not
     /// fit). On error `self` is unchanged.
     pub fn load_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let unreadable = |what: &str| Error::Shape(format!("replay buffer is unreadable: {what}"));
-        let (header, mut rest): (Header, &[u8]) =
-            postcard::take_from_bytes(bytes).map_err(|_| unreadable("no valid header"))?;
-        if header.magic != MAGIC {
-            return Err(unreadable("not a shoal replay buffer"));
-        }
-        if header.version != FORMAT_VERSION {
-            return Err(Error::Shape(format!(
-                "replay buffer has format version {}, this build reads version {FORMAT_VERSION}",
-                header.version
-            )));
-        }
-        if header.dims != self.dims {
-            return Err(Error::Shape(format!(
-                "replay buffer holds episodes of {:?}, this agent needs {:?}",
-                header.dims, self.dims
-            )));
-        }
+        let ((episodes, transitions), mut rest): ((u64, u64), _) =
+            FORMAT.read(bytes, &self.dims)?;
         let mut loaded = ReplayBuffer::new(self.dims, self.capacity)?;
-        let mut transitions = 0u64;
-        for i in 0..header.episodes {
+        let mut seen = 0u64;
+        for i in 0..episodes {
             let (episode, tail): (Episode, &[u8]) = postcard::take_from_bytes(rest)
-                .map_err(|e| unreadable(&format!("episode {i} of {}: {e}", header.episodes)))?;
+                .map_err(|e| FORMAT.unreadable(&format!("episode {i} of {episodes}: {e}")))?;
             episode.check(self.dims)?;
-            transitions += episode.len() as u64;
+            seen += episode.len() as u64;
             loaded.push_unchecked(episode);
             rest = tail;
         }
-        if !rest.is_empty() || transitions != header.transitions {
-            return Err(unreadable(
-                "length does not match its header (truncated or corrupt)",
-            ));
+        if !rest.is_empty() || seen != transitions {
+            return Err(
+                FORMAT.unreadable("length does not match its header (truncated or corrupt)")
+            );
         }
         *self = loaded;
         Ok(())
@@ -550,7 +524,7 @@ mod tests {
             "garbage"
         );
         let mut wrong_version = bytes.clone();
-        wrong_version[MAGIC.len()] = 9;
+        wrong_version[FORMAT.magic.len()] = 9;
         let message = target.load_bytes(&wrong_version).unwrap_err().to_string();
         assert!(message.contains("version 9"), "{message}");
         let mut other = ReplayBuffer::new(EpisodeDims { obs: 3, ..DIMS }, 20).unwrap();

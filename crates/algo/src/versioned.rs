@@ -1,0 +1,133 @@
+//! The one header every saved buffer starts with: a magic tag, a format version and the shape it was written for.
+//!
+//! A checkpoint may come from another task, another build or a disk that
+//! cut it short; reading it must then be a clear [`Error`], never a panic or
+//! a buffer of the wrong shape. Both [`crate::ReplayBuffer`] and
+//! [`crate::TransitionBuffer`] write `magic ‖ version ‖ dims ‖ body`
+//! (postcard) through [`Format`] and check it the same way.
+
+use std::fmt::Debug;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, Result};
+
+/// A versioned byte format: its name in errors, first bytes and version.
+pub(crate) struct Format {
+    /// What the bytes hold, as errors name it ("replay buffer").
+    pub(crate) name: &'static str,
+    /// First bytes of the encoding.
+    pub(crate) magic: [u8; 8],
+    /// Bumped whenever the layout after the header changes.
+    pub(crate) version: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header<D> {
+    magic: [u8; 8],
+    version: u32,
+    dims: D,
+}
+
+impl Format {
+    /// The header for `dims`, then `body`.
+    pub(crate) fn write<D: Serialize, B: Serialize + ?Sized>(&self, dims: &D, body: &B) -> Vec<u8> {
+        let header = Header {
+            magic: self.magic,
+            version: self.version,
+            dims,
+        };
+        let mut bytes = postcard::to_stdvec(&header).expect("serialising a header cannot fail");
+        bytes.extend(postcard::to_stdvec(body).expect("serialising plain vectors cannot fail"));
+        bytes
+    }
+
+    /// Checks the header (this format, this version, exactly `dims`) and
+    /// decodes the body after it; returns the body and the bytes that follow.
+    pub(crate) fn read<'a, D, B>(&self, bytes: &'a [u8], dims: &D) -> Result<(B, &'a [u8])>
+    where
+        D: DeserializeOwned + PartialEq + Debug,
+        B: DeserializeOwned,
+    {
+        let (header, rest): (Header<D>, &[u8]) =
+            postcard::take_from_bytes(bytes).map_err(|_| self.unreadable("no valid header"))?;
+        if header.magic != self.magic {
+            return Err(self.unreadable(&format!("not a shoal {}", self.name)));
+        }
+        if header.version != self.version {
+            return Err(Error::Shape(format!(
+                "{} has format version {}, this build reads version {}",
+                self.name, header.version, self.version
+            )));
+        }
+        if header.dims != *dims {
+            return Err(Error::Shape(format!(
+                "{} holds {:?}, this agent needs {dims:?}",
+                self.name, header.dims
+            )));
+        }
+        postcard::take_from_bytes(rest).map_err(|e| self.unreadable(&e.to_string()))
+    }
+
+    /// The error for bytes that do not decode, saying `why`.
+    pub(crate) fn unreadable(&self, why: &str) -> Error {
+        Error::Shape(format!("{} is unreadable: {why}", self.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORMAT: Format = Format {
+        name: "test buffer",
+        magic: *b"shoalTT\0",
+        version: 3,
+    };
+
+    /// The layout buffers had when each wrote its own header struct: a
+    /// checkpoint written then must still read.
+    #[derive(Serialize)]
+    struct OldHeader {
+        magic: [u8; 8],
+        version: u32,
+        dims: (u8, u8),
+        episodes: u64,
+        transitions: u64,
+    }
+
+    #[test]
+    fn header_and_body_lay_out_as_one_flat_struct() {
+        let old = OldHeader {
+            magic: FORMAT.magic,
+            version: 3,
+            dims: (2, 5),
+            episodes: 7,
+            transitions: 70,
+        };
+        let bytes = FORMAT.write(&(2u8, 5u8), &(7u64, 70u64));
+        assert_eq!(bytes, postcard::to_stdvec(&old).unwrap());
+        let (body, rest): ((u64, u64), _) = FORMAT.read(&bytes, &(2u8, 5u8)).unwrap();
+        assert_eq!((body, rest.len()), ((7, 70), 0));
+    }
+
+    #[test]
+    fn other_formats_versions_and_shapes_are_named_errors() {
+        let bytes = FORMAT.write(&(2u8, 5u8), &1u64);
+        let read = |bytes: &[u8], dims: (u8, u8)| {
+            FORMAT
+                .read::<(u8, u8), u64>(bytes, &dims)
+                .unwrap_err()
+                .to_string()
+        };
+        let mut other = bytes.clone();
+        other[0] = b'x';
+        assert!(read(&other, (2, 5)).contains("not a shoal test buffer"));
+        let mut newer = bytes.clone();
+        newer[8] = 4;
+        assert!(read(&newer, (2, 5)).contains("format version 4, this build reads version 3"));
+        assert!(read(&bytes, (2, 6)).contains("holds (2, 5), this agent needs (2, 6)"));
+        assert!(read(&bytes[..3], (2, 5)).contains("no valid header"));
+        assert!(read(&bytes[..bytes.len() - 1], (2, 5)).contains("test buffer is unreadable"));
+    }
+}
