@@ -13,18 +13,29 @@ use shoal_parallel::{Backend, Communicator, launch};
 use crate::config::{EnvConfig, preset};
 use crate::train::{make_env, make_rollout_learner};
 
+/// The envs `shoal bench-env` measures, by name, with default settings;
+/// its `--help` and its unknown-env error list this table.
+pub const BENCH_ENVS: &[(&str, fn() -> EnvConfig)] = &[
+    ("worm", || EnvConfig::Worm(Default::default())),
+    ("push", || EnvConfig::ArmPush(Default::default())),
+    ("ball", || EnvConfig::BallToNet(Default::default())),
+];
+
+/// The names of [`BENCH_ENVS`], comma-separated.
+pub fn bench_env_names() -> String {
+    let names: Vec<&str> = BENCH_ENVS.iter().map(|(name, _)| *name).collect();
+    names.join(", ")
+}
+
 /// `shoal bench-env`: random actions on one core, env resets included.
 pub fn bench_env(name: &str, steps: u64) -> Result<()> {
-    let cfg = match name {
-        "worm" => EnvConfig::Worm(Default::default()),
-        "push" => EnvConfig::ArmPush(Default::default()),
-        "ball" => EnvConfig::BallToNet(Default::default()),
-        other => {
-            return Err(Error::Config(format!(
-                "unknown env `{other}` (envs: worm, push, ball)"
-            )));
-        }
+    let Some((_, config)) = BENCH_ENVS.iter().find(|(known, _)| *known == name) else {
+        return Err(Error::Config(format!(
+            "unknown env `{name}` (envs: {})",
+            bench_env_names()
+        )));
     };
+    let cfg = config();
     let mut env = make_env(&cfg)?;
     let mut rng = rng_from_seed(0);
     let space = env.action_space().clone();

@@ -44,14 +44,12 @@ pub struct TrainArgs {
 /// The `--help` epilogue of `shoal train`: presets and settable keys.
 pub fn train_help() -> String {
     let mut text = String::from("Presets:\n");
-    for (name, about) in PRESETS {
-        text.push_str(&format!("  {name:<16} {about}\n"));
+    for p in PRESETS {
+        text.push_str(&format!("  {:<16} {}\n", p.name, p.about));
     }
     text.push_str("\nKeys for --set (worm-reinforce defaults shown):\n");
-    if let Ok(tree) = preset("worm-reinforce")
-        .and_then(|cfg| toml::Table::try_from(&cfg).map_err(|e| Error::Config(e.to_string())))
-    {
-        for (key, value) in list_keys(&tree) {
+    if let Ok(cfg) = preset("worm-reinforce") {
+        for (key, value) in list_keys(&cfg.to_table()) {
             text.push_str(&format!("  {key} = {value}\n"));
         }
     }

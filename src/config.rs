@@ -229,100 +229,141 @@ pub struct RunConfig {
     pub parallel: ParallelConfig,
 }
 
-/// Names and one-line descriptions of the built-in presets.
-pub const PRESETS: &[(&str, &str)] = &[
-    (
-        "worm-reinforce",
-        "swimming worm, REINFORCE + Beta policy, one learner",
-    ),
-    (
-        "worm-pool",
-        "swimming worm, REINFORCE, branch-and-merge pool of workers",
-    ),
-    (
-        "toy-reinforce",
-        "point-reaching toy task, REINFORCE (seconds; for tests)",
-    ),
+/// A built-in preset: its name, what it trains, and how it is built.
+pub struct Preset {
+    /// The name `shoal train` takes.
+    pub name: &'static str,
+    /// One line for `--help` and the unknown-preset error.
+    pub about: &'static str,
+    /// The config, before its `preset` field is set to `name`.
+    build: fn() -> RunConfig,
+}
+
+impl Preset {
+    /// The preset's config, named after it.
+    pub fn config(&self) -> RunConfig {
+        RunConfig {
+            preset: self.name.into(),
+            ..(self.build)()
+        }
+    }
+}
+
+/// Every built-in preset: `preset()`, `shoal train --help`, the
+/// unknown-preset error and the tests all read this one table.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "worm-reinforce",
+        about: "swimming worm, REINFORCE + Beta policy, one learner",
+        build: worm_reinforce,
+    },
+    Preset {
+        name: "worm-pool",
+        about: "swimming worm, REINFORCE, branch-and-merge pool of 2 workers",
+        build: worm_pool,
+    },
+    Preset {
+        name: "toy-reinforce",
+        about: "point-reaching toy task, REINFORCE (seconds; for tests)",
+        build: toy_reinforce,
+    },
+    Preset {
+        name: "push-ddpg-her",
+        about: "arm pushes a box to a goal, DDPG + HER (OpenAI baselines' defaults)",
+        build: || goal_preset(EnvConfig::ArmPush(Default::default())),
+    },
+    Preset {
+        name: "ball-ddpg-her",
+        about: "arm strikes a ball into a net, DDPG + HER",
+        build: || goal_preset(EnvConfig::BallToNet(Default::default())),
+    },
+    Preset {
+        name: "toy-ddpg-her",
+        about: "point-goal toy task, DDPG + HER (seconds; for tests)",
+        build: toy_ddpg_her,
+    },
+    Preset {
+        name: "push-hac",
+        about: "arm pushes a box to a goal, 2-level HAC + HER",
+        build: || hac_preset(EnvConfig::ArmPush(Default::default())),
+    },
+    Preset {
+        name: "ball-hac",
+        about: "arm strikes a ball into a net, 2-level HAC + HER",
+        build: || hac_preset(EnvConfig::BallToNet(Default::default())),
+    },
+    Preset {
+        name: "toy-hac",
+        about: "point-goal toy task, 2-level HAC + HER (seconds; for tests)",
+        build: toy_hac,
+    },
 ];
 
 /// The built-in preset `name`.
 pub fn preset(name: &str) -> Result<RunConfig> {
-    let worm = || EnvConfig::Worm(shoal_env::WormConfig::default());
-    let cfg = match name {
-        "worm-reinforce" => RunConfig {
-            preset: name.into(),
-            seed: 0,
-            env: worm(),
-            algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
-            train: TrainConfig::default(),
-            parallel: ParallelConfig::default(),
-        },
-        "worm-pool" => RunConfig {
-            parallel: ParallelConfig {
-                workers: 2,
-                strategy: StrategyKind::Pool,
-                ..ParallelConfig::default()
-            },
-            ..preset("worm-reinforce")?
-        }
-        .renamed(name),
-        "toy-reinforce" => RunConfig {
-            preset: name.into(),
-            seed: 0,
-            env: EnvConfig::PointReach(shoal_env::PointReachConfig::default()),
-            algo: AlgoConfig::Reinforce(ReinforceConfig {
-                learning_rate: 1e-2,
-                hidden: vec![32],
-                episodes_per_update: 8,
-                ..ReinforceConfig::default()
-            }),
-            train: TrainConfig {
-                episodes: 800,
-                eval_every: 200,
-                eval_episodes: 10,
-                final_eval_episodes: 20,
-                checkpoint_every: 200,
-            },
-            parallel: ParallelConfig::default(),
-        },
-        "push-ddpg-her" => goal_preset(name, EnvConfig::ArmPush(Default::default())),
-        "ball-ddpg-her" => goal_preset(name, EnvConfig::BallToNet(Default::default())),
-        "toy-ddpg-her" => RunConfig {
-            algo: AlgoConfig::Ddpg(DdpgConfig {
-                hidden: vec![64, 64],
-                n_batches: 10,
-                batch_size: 64,
-                ..DdpgConfig::default()
-            }),
-            train: TrainConfig {
-                episodes: 200,
-                eval_every: 50,
-                eval_episodes: 10,
-                final_eval_episodes: 20,
-                checkpoint_every: 50,
-            },
-            ..goal_preset(name, EnvConfig::PointGoal(Default::default()))
-        },
-        "push-hac" => hac_preset(name, EnvConfig::ArmPush(Default::default())),
-        "ball-hac" => hac_preset(name, EnvConfig::BallToNet(Default::default())),
-        other => {
-            let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
-            return Err(Error::Config(format!(
-                "unknown preset `{other}` (presets: {})",
+    match PRESETS.iter().find(|p| p.name == name) {
+        Some(preset) => Ok(preset.config()),
+        None => {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            Err(Error::Config(format!(
+                "unknown preset `{name}` (presets: {})",
                 names.join(", ")
-            )));
+            )))
         }
-    };
-    Ok(cfg)
+    }
+}
+
+fn worm_reinforce() -> RunConfig {
+    RunConfig {
+        preset: String::new(),
+        seed: 0,
+        env: EnvConfig::Worm(shoal_env::WormConfig::default()),
+        algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
+        train: TrainConfig::default(),
+        parallel: ParallelConfig::default(),
+    }
+}
+
+fn worm_pool() -> RunConfig {
+    RunConfig {
+        parallel: ParallelConfig {
+            workers: 2,
+            strategy: StrategyKind::Pool,
+            ..ParallelConfig::default()
+        },
+        ..worm_reinforce()
+    }
+}
+
+fn toy_reinforce() -> RunConfig {
+    RunConfig {
+        preset: String::new(),
+        seed: 0,
+        env: EnvConfig::PointReach(shoal_env::PointReachConfig::default()),
+        algo: AlgoConfig::Reinforce(ReinforceConfig {
+            learning_rate: 1e-2,
+            hidden: vec![32],
+            episodes_per_update: 8,
+            ..ReinforceConfig::default()
+        }),
+        train: TrainConfig {
+            episodes: 800,
+            eval_every: 200,
+            eval_episodes: 10,
+            final_eval_episodes: 20,
+            checkpoint_every: 200,
+        },
+        parallel: ParallelConfig::default(),
+    }
 }
 
 /// DDPG + HER with OpenAI baselines' defaults on a goal task. The budget is
 /// counted in episodes: 50 cycles × 2 episodes make one of baselines'
 /// epochs, so 6 000 episodes are 60 epochs (arm push reached eval success
 /// 0.9 after 45 on one core), evaluated every 5 epochs.
-fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
+fn goal_preset(env: EnvConfig) -> RunConfig {
     RunConfig {
-        preset: name.into(),
+        preset: String::new(),
         seed: 0,
         env,
         algo: AlgoConfig::Ddpg(DdpgConfig::default()),
@@ -341,15 +382,39 @@ fn goal_preset(name: &str, env: EnvConfig) -> RunConfig {
     }
 }
 
+/// The budget of the goal toy presets: a few hundred short episodes.
+fn toy_goal_train() -> TrainConfig {
+    TrainConfig {
+        episodes: 200,
+        eval_every: 50,
+        eval_episodes: 10,
+        final_eval_episodes: 20,
+        checkpoint_every: 50,
+    }
+}
+
+fn toy_ddpg_her() -> RunConfig {
+    RunConfig {
+        algo: AlgoConfig::Ddpg(DdpgConfig {
+            hidden: vec![64, 64],
+            n_batches: 10,
+            batch_size: 64,
+            ..DdpgConfig::default()
+        }),
+        train: toy_goal_train(),
+        ..goal_preset(EnvConfig::PointGoal(Default::default()))
+    }
+}
+
 /// 2-level HAC on a 50-step arm task: the upper level proposes a subgoal for
 /// H = 10 steps, so an episode holds 5 subgoal attempts. Subgoals are object
 /// positions over the table (the ball's net may lie beyond its edge, hence
 /// the margin), up to 10 cm above it.
-fn hac_preset(name: &str, env: EnvConfig) -> RunConfig {
+fn hac_preset(env: EnvConfig) -> RunConfig {
     let (low, high) = match &env {
         EnvConfig::ArmPush(push) => push.arm.object_region(0.0, 0.1),
         EnvConfig::BallToNet(ball) => ball.arm.object_region(0.3, 0.1),
-        _ => unreachable!("HAC presets are arm tasks"),
+        _ => unreachable!("the arm HAC presets are arm tasks"),
     };
     let algo = HacConfig {
         levels: 2,
@@ -360,16 +425,28 @@ fn hac_preset(name: &str, env: EnvConfig) -> RunConfig {
     };
     RunConfig {
         algo: AlgoConfig::Hac(algo),
-        ..goal_preset(name, env)
+        ..goal_preset(env)
+    }
+}
+
+/// 2-level HAC on the point-goal task: H = 10 steps per subgoal, 5 attempts
+/// per 50-step episode; subgoals default to the arena, the env's goal space.
+fn toy_hac() -> RunConfig {
+    RunConfig {
+        algo: AlgoConfig::Hac(HacConfig {
+            levels: 2,
+            horizon: 10,
+            hidden: vec![64, 64],
+            batch_size: 64,
+            n_batches: 10,
+            ..HacConfig::default()
+        }),
+        train: toy_goal_train(),
+        ..goal_preset(EnvConfig::PointGoal(Default::default()))
     }
 }
 
 impl RunConfig {
-    fn renamed(mut self, name: &str) -> Self {
-        self.preset = name.into();
-        self
-    }
-
     /// Resolves a preset name or a path to a TOML file, then applies `--set`
     /// overrides in order.
     pub fn resolve(source: &str, overrides: &[String]) -> Result<RunConfig> {
@@ -383,8 +460,7 @@ impl RunConfig {
         if overrides.is_empty() {
             return Ok(base);
         }
-        let mut tree = toml::Table::try_from(&base)
-            .map_err(|e| Error::Config(format!("cannot represent config as TOML: {e}")))?;
+        let mut tree = base.to_table();
         // Optional settings are absent while unset; they may be added.
         let accepts = |tree: &toml::Table| {
             toml::Value::Table(tree.clone())
@@ -410,6 +486,16 @@ impl RunConfig {
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("every config value is representable in TOML")
     }
+
+    /// The config as a TOML tree whose values read as they were written.
+    ///
+    /// Goes through the text rather than `Table::try_from`: that widens an
+    /// `f32` to `f64` bit for bit (`0.04` becomes `0.03999999910593033`),
+    /// while the text writer prints the shortest `f32` repr, which parses
+    /// back to the same `f32`.
+    pub fn to_table(&self) -> toml::Table {
+        toml::from_str(&self.to_toml()).expect("a config's own TOML parses")
+    }
 }
 
 /// toml's errors span several lines with a source excerpt; keep the message.
@@ -433,17 +519,34 @@ mod tests {
 
     #[test]
     fn every_preset_round_trips_through_toml() {
-        for (name, _) in PRESETS {
-            let cfg = preset(name).unwrap();
+        for p in PRESETS {
+            let cfg = preset(p.name).unwrap();
+            assert_eq!(cfg.preset, p.name);
             let again = RunConfig::from_toml(&cfg.to_toml(), "test").unwrap();
-            assert_eq!(cfg, again, "{name}");
+            assert_eq!(cfg, again, "{}", p.name);
         }
+    }
+
+    #[test]
+    fn f32_settings_read_as_written_and_survive_the_tree() {
+        let cfg = preset("worm-reinforce").unwrap();
+        let EnvConfig::Worm(worm) = &cfg.env else {
+            panic!("worm-reinforce trains the worm")
+        };
+        assert_eq!(worm.control_dt, 0.04);
+        let tree = cfg.to_table();
+        assert_eq!(tree["env"]["control_dt"].to_string(), "0.04");
+        let again: RunConfig = toml::Value::Table(tree).try_into().unwrap();
+        assert_eq!(again, cfg);
     }
 
     #[test]
     fn unknown_preset_lists_the_choices() {
         let err = preset("worm-reinfroce").unwrap_err().to_string();
-        assert!(err.contains("unknown preset `worm-reinfroce`") && err.contains("worm-pool"));
+        assert!(err.contains("unknown preset `worm-reinfroce`"), "{err}");
+        for p in PRESETS {
+            assert!(err.contains(p.name), "{err} misses {}", p.name);
+        }
     }
 
     #[test]

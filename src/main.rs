@@ -40,7 +40,7 @@ enum Command {
     },
     /// Measure environment steps per second on one core; prints JSON.
     BenchEnv {
-        /// `worm` or `push`.
+        /// The env to measure (the names are filled in from the bench table).
         env: String,
         /// Control steps to time.
         #[arg(long, default_value_t = 200_000)]
@@ -83,7 +83,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let help = cli::train_help();
-    let command = Cli::command().mut_subcommand("train", |c| c.after_long_help(help));
+    let envs = format!("The env to measure: {}", bench::bench_env_names());
+    let command = Cli::command()
+        .mut_subcommand("train", |c| c.after_long_help(help))
+        .mut_subcommand("bench-env", |c| c.mut_arg("env", |a| a.help(envs)));
     let matches = command.get_matches();
     let parsed = match Cli::from_arg_matches(&matches) {
         Ok(parsed) => parsed,

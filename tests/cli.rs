@@ -267,18 +267,37 @@ fn resume_with_a_mismatched_config_is_a_clear_error() {
 }
 
 #[test]
-fn train_help_lists_presets_and_keys() {
+fn train_help_lists_every_preset_and_values_as_written() {
     let dir = scratch("help");
     let out = shoal(&["train", "--help"], &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
+    for preset in shoal::config::PRESETS {
+        let line = format!("  {:<16} {}", preset.name, preset.about);
+        assert!(text.contains(&line), "`{line}` missing from --help");
+    }
     for needle in [
-        "worm-reinforce",
-        "worm-pool",
         "algo.learning_rate",
         "train.episodes",
+        // An f32 setting, printed as in the source, not widened to f64.
+        "env.control_dt = 0.04\n",
     ] {
         assert!(text.contains(needle), "`{needle}` missing from --help");
+    }
+}
+
+#[test]
+fn bench_env_help_names_every_env() {
+    let dir = scratch("bench-help");
+    let out = shoal(&["bench-env", "--help"], &dir);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(shoal::bench::BENCH_ENVS.len() >= 3);
+    for (name, _) in shoal::bench::BENCH_ENVS {
+        assert!(
+            text.contains(name),
+            "`{name}` missing from bench-env --help"
+        );
     }
 }
 
@@ -413,4 +432,143 @@ fn render_writes_a_gif_and_compare_tabulates_runs() {
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("| worm | worm-reinforce |"), "{text}");
     assert!(text.contains("| toy | toy-reinforce |"), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// Every preset, end to end through the binary, on a budget of seconds
+// ---------------------------------------------------------------------------
+
+/// Trains preset `name` for `episodes` episodes (evaluating and
+/// checkpointing once, at the end) with the extra `--set`s, and checks the
+/// run directory: its files, its config, and the summary's counts.
+fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) {
+    let dir = scratch(&format!("preset-{name}"));
+    let budget = [
+        format!("train.episodes={episodes}"),
+        format!("train.eval_every={episodes}"),
+        format!("train.checkpoint_every={episodes}"),
+        "train.eval_episodes=1".to_string(),
+        "train.final_eval_episodes=2".to_string(),
+    ];
+    let mut args = vec!["train", name, "--out", "run", "--quiet"];
+    for set in budget
+        .iter()
+        .map(String::as_str)
+        .chain(sets.iter().copied())
+    {
+        args.extend_from_slice(&["--set", set]);
+    }
+    let out = shoal(&args, &dir);
+    assert!(out.status.success(), "{name}: {}", stderr(&out));
+
+    let run = dir.join("run");
+    for file in ["config.toml", "metrics.jsonl", "summary.json"] {
+        assert!(run.join(file).is_file(), "{name}: missing {file}");
+    }
+    let latest = std::fs::read_to_string(run.join("checkpoints").join("latest")).unwrap();
+    assert!(
+        run.join("checkpoints").join(latest.trim()).is_dir(),
+        "{name}: `latest` names no checkpoint"
+    );
+    let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(
+        config.contains(&format!("preset = \"{name}\"")),
+        "{name}: {config}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["episodes"], episodes, "{name}: {summary}");
+    assert!(
+        summary["env_steps"].as_u64().unwrap() >= episodes,
+        "{name}: {summary}"
+    );
+    assert!(summary["eval_return_mean"].is_number(), "{name}: {summary}");
+    // Goal tasks report a success rate in [0, 1]; the worm and the reaching
+    // toy have no notion of success.
+    let success = &summary["eval_success_rate"];
+    if goal_task {
+        let rate = success.as_f64().unwrap_or(-1.0);
+        assert!((0.0..=1.0).contains(&rate), "{name}: {summary}");
+    } else {
+        assert!(success.is_null(), "{name}: {summary}");
+    }
+}
+
+/// The presets tested below; a preset added to the table without a test
+/// here fails [`every_preset_has_an_end_to_end_test`].
+const TESTED_PRESETS: &[&str] = &[
+    "worm-reinforce",
+    "worm-pool",
+    "toy-reinforce",
+    "push-ddpg-her",
+    "ball-ddpg-her",
+    "toy-ddpg-her",
+    "push-hac",
+    "ball-hac",
+    "toy-hac",
+];
+
+#[test]
+fn every_preset_has_an_end_to_end_test() {
+    let presets: Vec<&str> = shoal::config::PRESETS.iter().map(|p| p.name).collect();
+    assert_eq!(presets, TESTED_PRESETS);
+}
+
+/// Short worm episodes, updated after each.
+const SHORT_WORM: &[&str] = &["env.max_episode_steps=20", "algo.episodes_per_update=1"];
+
+/// Two gradient steps per training round: enough to run every part.
+const FEW_UPDATES: &[&str] = &["algo.n_batches=2"];
+
+#[test]
+fn preset_worm_reinforce_runs_end_to_end() {
+    run_preset("worm-reinforce", 2, SHORT_WORM, false);
+}
+
+#[test]
+fn preset_worm_pool_runs_end_to_end() {
+    let pool = [
+        SHORT_WORM,
+        &[
+            "parallel.episodes_per_iteration=1",
+            "parallel.pool_eval_episodes=1",
+        ],
+    ]
+    .concat();
+    run_preset("worm-pool", 4, &pool, false);
+}
+
+#[test]
+fn preset_toy_reinforce_runs_end_to_end() {
+    run_preset("toy-reinforce", 16, &[], false);
+}
+
+#[test]
+fn preset_push_ddpg_her_runs_end_to_end() {
+    run_preset("push-ddpg-her", 2, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_ball_ddpg_her_runs_end_to_end() {
+    run_preset("ball-ddpg-her", 2, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_toy_ddpg_her_runs_end_to_end() {
+    run_preset("toy-ddpg-her", 4, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_push_hac_runs_end_to_end() {
+    run_preset("push-hac", 2, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_ball_hac_runs_end_to_end() {
+    run_preset("ball-hac", 2, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_toy_hac_runs_end_to_end() {
+    run_preset("toy-hac", 4, FEW_UPDATES, true);
 }
