@@ -83,9 +83,10 @@ impl Step {
 ///   or a non-finite component is an [`Error`], never NaN state. Whether
 ///   out-of-range components are clipped or rejected is each env's documented
 ///   configuration.
-/// * `terminated` marks the task's real end, `truncated` an outside limit (see
-///   [`TimeLimit`]). After either, `step` fails with [`Error::NeedsReset`] until
-///   `reset` is called.
+/// * `terminated` marks the task's real end, `truncated` an outside limit
+///   (time, kept by a [`TimeLimit`]). After either, `step` fails with
+///   [`Error::NeedsReset`] until `reset` is called; so does a `step` before
+///   the first `reset`.
 ///
 /// See the crate-level docs for a complete implementation.
 pub trait Env {
@@ -171,93 +172,151 @@ impl<E: GoalEnv + ?Sized> GoalEnv for Box<E> {
     }
 }
 
-/// Truncates episodes after `max_steps` control steps (Gymnasium's `TimeLimit`).
+/// Gymnasium's time limit and reset order, kept by every env of shoal.
+///
+/// An env owns one (rather than being wrapped in one), so it keeps its own
+/// type and methods while the rules live here once:
+///
+/// * [`TimeLimit::start`] in `reset` begins an episode;
+/// * [`TimeLimit::check`] first thing in `step`: stepping before the first
+///   reset or after the episode ended is [`Error::NeedsReset`];
+/// * [`TimeLimit::finish`] on the step about to be returned: counts it and
+///   sets `truncated` once `max_steps` steps have been taken (as Gymnasium's
+///   `TimeLimit`, even when the same step also `terminated`), and ends the
+///   episode when either flag is set;
+/// * [`TimeLimit::abort`] ends the episode without a step (an env whose
+///   simulation failed).
 ///
 /// ```
-/// # use shoal_core::{Env, TimeLimit, Space, Step, Result};
-/// # struct Forever(Space);
-/// # impl Env for Forever {
-/// #     fn observation_space(&self) -> &Space { &self.0 }
-/// #     fn action_space(&self) -> &Space { &self.0 }
-/// #     fn reset(&mut self, _: Option<u64>) -> Vec<f32> { vec![0.0] }
-/// #     fn step(&mut self, _: &[f32]) -> Result<Step> { Ok(Step::new(vec![0.0], 1.0)) }
-/// # }
-/// let mut env = TimeLimit::new(Forever(Space::uniform(1, -1.0, 1.0)), 2);
+/// use shoal_core::{Env, Error, Result, Space, Step, TimeLimit};
+///
+/// /// Counts up forever; the limit ends its episodes after 2 steps.
+/// struct Counter { n: f32, space: Space, limit: TimeLimit }
+///
+/// impl Env for Counter {
+///     fn observation_space(&self) -> &Space { &self.space }
+///     fn action_space(&self) -> &Space { &self.space }
+///     fn reset(&mut self, _seed: Option<u64>) -> Vec<f32> {
+///         self.limit.start();
+///         self.n = 0.0;
+///         vec![self.n]
+///     }
+///     fn step(&mut self, _action: &[f32]) -> Result<Step> {
+///         self.limit.check()?;
+///         self.n += 1.0;
+///         Ok(self.limit.finish(Step::new(vec![self.n], 1.0)))
+///     }
+/// }
+///
+/// let space = Space::uniform(1, -1.0, 1.0);
+/// let mut env = Counter { n: 0.0, space, limit: TimeLimit::new(2) };
+/// assert!(matches!(env.step(&[0.0]), Err(Error::NeedsReset)));
 /// env.reset(None);
 /// assert!(!env.step(&[0.0]).unwrap().truncated);
 /// assert!(env.step(&[0.0]).unwrap().truncated);
-/// assert!(env.step(&[0.0]).is_err());
+/// assert!(matches!(env.step(&[0.0]), Err(Error::NeedsReset)));
 /// ```
-#[derive(Clone, Debug)]
-pub struct TimeLimit<E> {
-    inner: E,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeLimit {
     max_steps: usize,
     elapsed: usize,
-    done: bool,
+    /// No episode is running: before the first reset, or after the end.
+    over: bool,
 }
 
-impl<E> TimeLimit<E> {
-    /// Wraps `inner`, truncating after `max_steps` steps.
-    pub fn new(inner: E, max_steps: usize) -> Self {
+impl TimeLimit {
+    /// A limit of `max_steps` steps per episode; no episode runs until
+    /// [`TimeLimit::start`].
+    pub fn new(max_steps: usize) -> Self {
         TimeLimit {
-            inner,
             max_steps,
             elapsed: 0,
-            done: true,
+            over: true,
         }
     }
-    /// The wrapped environment.
-    pub fn inner(&self) -> &E {
-        &self.inner
+
+    /// Begins an episode (call from `reset`).
+    pub fn start(&mut self) {
+        self.elapsed = 0;
+        self.over = false;
     }
-    /// The wrapped environment, mutably.
-    pub fn inner_mut(&mut self) -> &mut E {
-        &mut self.inner
+
+    /// [`Error::NeedsReset`] unless an episode is running (call first in `step`).
+    pub fn check(&self) -> Result<()> {
+        if self.over {
+            Err(Error::NeedsReset)
+        } else {
+            Ok(())
+        }
     }
-    /// Steps taken in the current episode.
+
+    /// Counts `step`, truncates it at the limit, and ends the episode if it
+    /// is done; returns it.
+    pub fn finish(&mut self, mut step: Step) -> Step {
+        self.elapsed += 1;
+        if self.elapsed >= self.max_steps {
+            step.truncated = true;
+        }
+        self.over = step.done();
+        step
+    }
+
+    /// Ends the episode without a step; the next `step` needs a reset.
+    pub fn abort(&mut self) {
+        self.over = true;
+    }
+
+    /// Steps taken in the current (or last) episode.
     pub fn elapsed(&self) -> usize {
         self.elapsed
     }
-    /// The configured limit.
+
+    /// Steps after which an episode is truncated.
     pub fn max_steps(&self) -> usize {
         self.max_steps
     }
 }
 
-impl<E: Env> Env for TimeLimit<E> {
-    fn observation_space(&self) -> &Space {
-        self.inner.observation_space()
-    }
-    fn action_space(&self) -> &Space {
-        self.inner.action_space()
-    }
-    fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        self.elapsed = 0;
-        self.done = false;
-        self.inner.reset(seed)
-    }
-    fn step(&mut self, action: &[f32]) -> Result<Step> {
-        if self.done {
-            return Err(Error::NeedsReset);
-        }
-        let mut step = self.inner.step(action)?;
-        self.elapsed += 1;
-        if self.elapsed >= self.max_steps {
-            step.truncated = true;
-        }
-        self.done = step.done();
-        Ok(step)
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl<E: GoalEnv> GoalEnv for TimeLimit<E> {
-    fn goal_dim(&self) -> usize {
-        self.inner.goal_dim()
+    fn step(terminated: bool) -> Step {
+        Step {
+            terminated,
+            ..Step::new(vec![0.0], 0.0)
+        }
     }
-    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        self.inner.compute_reward(achieved, desired)
+
+    #[test]
+    fn a_limit_truncates_at_its_step_even_when_the_task_also_ends() {
+        let mut limit = TimeLimit::new(3);
+        limit.start();
+        let flags: Vec<(bool, bool)> = (0..3)
+            .map(|t| {
+                let s = limit.finish(step(t == 2));
+                (s.terminated, s.truncated)
+            })
+            .collect();
+        assert_eq!(flags, [(false, false), (false, false), (true, true)]);
+        assert!(matches!(limit.check(), Err(Error::NeedsReset)));
+        assert_eq!(limit.elapsed(), 3);
     }
-    fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
-        self.inner.is_success(achieved, desired)
+
+    #[test]
+    fn termination_ends_the_episode_and_start_begins_a_new_one() {
+        let mut limit = TimeLimit::new(10);
+        assert!(limit.check().is_err(), "no episode before the first start");
+        limit.start();
+        assert!(limit.check().is_ok());
+        let s = limit.finish(step(true));
+        assert!(s.terminated && !s.truncated);
+        assert!(limit.check().is_err());
+        limit.start();
+        assert_eq!(limit.elapsed(), 0);
+        limit.finish(step(false));
+        assert!(limit.check().is_ok());
+        limit.abort();
+        assert!(matches!(limit.check(), Err(Error::NeedsReset)));
     }
 }

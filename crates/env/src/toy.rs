@@ -40,11 +40,13 @@
 //! * **Starting State**: at rest, position uniform in the arena; goal
 //!   uniform in the arena and at least `2 · distance_threshold` away.
 //! * **Episode End**: terminated on success when `terminate_on_success`
-//!   (default true); truncated after `max_episode_steps` (50).
+//!   (default true); truncated after `max_episode_steps` (50), as by
+//!   Gymnasium's `TimeLimit` (a success on the last step is both).
 //! * **Arguments**: [`PointGoalConfig`].
 //!
 //! Both: `reset(Some(seed))` re-seeds, so the same seed and actions give a
-//! bit-identical episode; stepping after the end is `Error::NeedsReset`.
+//! bit-identical episode; a [`TimeLimit`] keeps the step count, and stepping
+//! after the end is `Error::NeedsReset`.
 //!
 //! # Version History
 //!
@@ -64,7 +66,7 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, rng_from_seed};
+use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
 
 /// The id results on [`PointReach`] are reported under.
 pub const POINT_REACH_ID: &str = "point-reach-v1";
@@ -173,8 +175,7 @@ pub struct PointReach {
     position: Vec<f32>,
     target: Vec<f32>,
     rng: StdRng,
-    steps: usize,
-    needs_reset: bool,
+    limit: TimeLimit,
 }
 
 impl PointReach {
@@ -187,8 +188,7 @@ impl PointReach {
             position: vec![0.0; cfg.dim],
             target: vec![0.0; cfg.dim],
             rng: rng_from_seed(0),
-            steps: 0,
-            needs_reset: true,
+            limit: TimeLimit::new(cfg.max_episode_steps),
             cfg,
         })
     }
@@ -219,30 +219,22 @@ impl Env for PointReach {
         for value in self.position.iter_mut().chain(self.target.iter_mut()) {
             *value = self.rng.random_range(-1.0..=1.0);
         }
-        self.steps = 0;
-        self.needs_reset = false;
+        self.limit.start();
         self.observe()
     }
 
     fn step(&mut self, action: &[f32]) -> Result<Step> {
-        if self.needs_reset {
-            return Err(Error::NeedsReset);
-        }
+        self.limit.check()?;
         let action = self.action_space.validate(action, self.cfg.clip_actions)?;
         for (x, a) in self.position.iter_mut().zip(action.iter()) {
             *x = (*x + self.cfg.step_size * a).clamp(-1.0, 1.0);
         }
         let distance = distance(&self.position, &self.target);
-        self.steps += 1;
-        let truncated = self.steps >= self.cfg.max_episode_steps;
-        self.needs_reset = truncated;
-        Ok(Step {
-            obs: self.observe(),
-            reward: -distance,
-            terminated: false,
-            truncated,
+        let step = Step::new(self.observe(), -distance);
+        Ok(self.limit.finish(Step {
             info: Info::new().with("distance", distance as f64),
-        })
+            ..step
+        }))
     }
 }
 
@@ -364,8 +356,7 @@ pub struct PointGoal {
     velocity: [f32; 2],
     goal: [f32; 2],
     rng: StdRng,
-    steps: usize,
-    needs_reset: bool,
+    limit: TimeLimit,
 }
 
 impl PointGoal {
@@ -384,8 +375,7 @@ impl PointGoal {
             velocity: [0.0; 2],
             goal: [0.0; 2],
             rng: rng_from_seed(0),
-            steps: 0,
-            needs_reset: true,
+            limit: TimeLimit::new(cfg.max_episode_steps),
             cfg,
         })
     }
@@ -431,15 +421,12 @@ impl Env for PointGoal {
                 break;
             }
         }
-        self.steps = 0;
-        self.needs_reset = false;
+        self.limit.start();
         self.observe()
     }
 
     fn step(&mut self, action: &[f32]) -> Result<Step> {
-        if self.needs_reset {
-            return Err(Error::NeedsReset);
-        }
+        self.limit.check()?;
         let action = self.action_space.validate(action, self.cfg.clip_actions)?;
         let (inertia, max_speed) = (self.cfg.inertia, self.cfg.max_speed);
         for axis in 0..2 {
@@ -452,19 +439,15 @@ impl Env for PointGoal {
             self.position[axis] = clamped;
         }
         let success = self.is_success(&self.position, &self.goal);
-        self.steps += 1;
-        let terminated = success && self.cfg.terminate_on_success;
-        let truncated = !terminated && self.steps >= self.cfg.max_episode_steps;
-        self.needs_reset = terminated || truncated;
-        Ok(Step {
+        Ok(self.limit.finish(Step {
             obs: self.observe(),
             reward: self.compute_reward(&self.position, &self.goal),
-            terminated,
-            truncated,
+            terminated: success && self.cfg.terminate_on_success,
+            truncated: false,
             info: Info::new()
                 .with("is_success", if success { 1.0 } else { 0.0 })
                 .with("distance", distance(&self.position, &self.goal) as f64),
-        })
+        }))
     }
 }
 

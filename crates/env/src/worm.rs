@@ -129,7 +129,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, Info, Result, Space, Step, rng_from_seed};
+use shoal_core::{Env, Error, Info, Result, Space, Step, TimeLimit, rng_from_seed};
 
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
 
@@ -359,17 +359,14 @@ pub struct Worm {
     observation_space: Space,
     action_space: Space,
     rng: StdRng,
-    steps: usize,
-    /// True before the first reset and after the episode ended.
-    needs_reset: bool,
+    limit: TimeLimit,
 }
 
 impl std::fmt::Debug for Worm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Worm")
             .field("cfg", &self.cfg)
-            .field("steps", &self.steps)
-            .field("needs_reset", &self.needs_reset)
+            .field("limit", &self.limit)
             .finish_non_exhaustive()
     }
 }
@@ -385,8 +382,7 @@ impl Worm {
             links: Vec::new(),
             joints: Vec::new(),
             rng: rng_from_seed(0),
-            steps: 0,
-            needs_reset: true,
+            limit: TimeLimit::new(cfg.max_episode_steps),
             cfg,
         };
         let straight = StartPose::straight(worm.cfg.links);
@@ -411,7 +407,7 @@ impl Worm {
 
     /// Control steps taken in the current episode.
     pub fn elapsed_steps(&self) -> usize {
-        self.steps
+        self.limit.elapsed()
     }
 
     /// The chain's outline for drawing: the head tip, every joint, then the
@@ -676,15 +672,12 @@ impl Env for Worm {
             &joint_speeds,
         );
         self.build(&pose);
-        self.steps = 0;
-        self.needs_reset = false;
+        self.limit.start();
         self.observe()
     }
 
     fn step(&mut self, action: &[f32]) -> Result<Step> {
-        if self.needs_reset {
-            return Err(Error::NeedsReset);
-        }
+        self.limit.check()?;
         let action = self.action_space.validate(action, self.cfg.clip_actions)?;
         let cfg = &self.cfg;
         for (handle, a) in self.joints.iter().zip(action.iter()) {
@@ -713,7 +706,7 @@ impl Env for Worm {
         let x_after = self.x_position();
         let obs = self.observe();
         if !x_after.is_finite() || obs.iter().any(|v| !v.is_finite()) {
-            self.needs_reset = true;
+            self.limit.abort();
             return Err(Error::Config(
                 "worm: the simulation produced a non-finite state; raise density or substeps, \
                  or lower the drag or motor gains"
@@ -721,21 +714,13 @@ impl Env for Worm {
             ));
         }
         let x_velocity = (x_after - x_before) / control_dt;
-        self.steps += 1;
-        let truncated = self.steps >= self.cfg.max_episode_steps;
-        self.needs_reset = truncated;
         let info = Info::new()
             .with("reward_forward", x_velocity as f64)
             .with("reward_ctrl", -ctrl_cost as f64)
             .with("x_position", x_after as f64)
             .with("x_velocity", x_velocity as f64);
-        Ok(Step {
-            obs,
-            reward: x_velocity - ctrl_cost,
-            terminated: false,
-            truncated,
-            info,
-        })
+        let step = Step::new(obs, x_velocity - ctrl_cost);
+        Ok(self.limit.finish(Step { info, ..step }))
     }
 }
 

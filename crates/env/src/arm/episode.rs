@@ -2,7 +2,7 @@
 
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
-use shoal_core::{Error, Info, Result, Space, Step, rng_from_seed};
+use shoal_core::{Error, Info, Result, Space, Step, TimeLimit, rng_from_seed};
 
 use super::config::ArmConfig;
 use super::goal::{goal_distance, sparse_reward, within_threshold};
@@ -31,8 +31,7 @@ pub(crate) struct ArmCore {
     cfg: ArmConfig,
     rng: StdRng,
     episode: Option<Episode>,
-    elapsed: usize,
-    finished: bool,
+    limit: TimeLimit,
     action_space: Space,
     observation_space: Space,
 }
@@ -42,11 +41,10 @@ impl ArmCore {
     /// `reset(Some(seed))`.
     pub fn new(cfg: ArmConfig) -> Self {
         ArmCore {
+            limit: TimeLimit::new(cfg.max_episode_steps),
             cfg,
             rng: rng_from_seed(0),
             episode: None,
-            elapsed: 0,
-            finished: true,
             action_space: Space::uniform(4, -1.0, 1.0),
             observation_space: Space::unbounded(FLAT_OBS_DIM),
         }
@@ -78,39 +76,32 @@ impl ArmCore {
             object,
             goal,
         });
-        self.elapsed = 0;
-        self.finished = false;
+        self.limit.start();
         obs
     }
 
     /// One control step; see the task docs for the contract.
     pub fn step(&mut self, action: &[f32]) -> Result<Step> {
-        let episode = match &mut self.episode {
-            Some(episode) if !self.finished => episode,
-            _ => return Err(Error::NeedsReset),
-        };
+        self.limit.check()?;
+        let episode = self.episode.as_mut().ok_or(Error::NeedsReset)?;
         let action = self.action_space.validate(action, self.cfg.clip_actions)?;
         episode.scene.advance(&self.cfg, &action);
-        self.elapsed += 1;
 
         let obs = observe(&self.cfg, &episode.scene, episode.object, episode.goal);
         let (achieved, desired) = goals(&obs);
         let distance = goal_distance(achieved, desired);
         let success = within_threshold(achieved, desired, self.cfg.distance_threshold);
         let reward = sparse_reward(achieved, desired, self.cfg.distance_threshold);
-        let terminated = success && self.cfg.terminate_on_success;
-        let truncated = self.elapsed >= self.cfg.max_episode_steps;
-        self.finished = terminated || truncated;
         let info = Info::new()
             .with("is_success", if success { 1.0 } else { 0.0 })
             .with("distance", f64::from(distance));
-        Ok(Step {
+        Ok(self.limit.finish(Step {
             obs,
             reward,
-            terminated,
-            truncated,
+            terminated: success && self.cfg.terminate_on_success,
+            truncated: false,
             info,
-        })
+        }))
     }
 
     pub fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
