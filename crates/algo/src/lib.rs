@@ -21,6 +21,7 @@
 //! sense, [`shoal_core::GradientLearner`] / [`shoal_core::RolloutLearner`]), so
 //! the strategies of `shoal-parallel` can drive it. This crate never spawns a
 //! thread or touches a socket: parallelism lives in `shoal-parallel`.
+#![deny(missing_docs)]
 
 mod actor_critic;
 mod check;
@@ -46,3 +47,8 @@ pub use her::{
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};
 pub use replay::{Episode, EpisodeDims, Motion, ReplayBuffer};
 pub use transition_buffer::{Transition, TransitionBuffer, TransitionDims};
+
+/// The README's example, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -51,3 +51,8 @@ pub use learner::{
 };
 pub use seeding::{derive_seed, rng_from_seed};
 pub use space::Space;
+
+/// The README's example, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

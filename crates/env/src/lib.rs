@@ -41,6 +41,7 @@
 //! assert!(episode_return > 0.0, "the wave swims forward");
 //! check_env(|| Worm::new(WormConfig::default().max_episode_steps(50)).unwrap()).unwrap();
 //! ```
+#![deny(missing_docs)]
 
 pub mod arm;
 mod ball;
@@ -61,3 +62,8 @@ pub use worm::{
     GaitReference, WORM_ID, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,
     try_best_travelling_wave,
 };
+
+/// The README's example, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -29,6 +29,7 @@
 //! let again = BetaPolicyConfig::new(3, 2).init(7, &device);
 //! assert_eq!(shoal_policy::flatten(&net), shoal_policy::flatten(&again));
 //! ```
+#![deny(missing_docs)]
 
 mod actor;
 mod beta;
@@ -74,3 +75,8 @@ pub fn rows_to_tensor(rows: &[f32], width: usize, device: &Device) -> Tensor<2> 
         device,
     )
 }
+
+/// The README's example, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
