@@ -190,7 +190,9 @@ pub(crate) fn unpack_payloads(bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
         Ok(u64::from_le_bytes(head.try_into().expect("8 bytes")))
     };
     let count = take_u64(&mut rest)? as usize;
-    let mut out = Vec::with_capacity(count.min(1 << 16));
+    // Every payload needs at least its 8-byte length, so a count the bytes
+    // cannot hold reserves no more than the bytes could.
+    let mut out = Vec::with_capacity(count.min(rest.len() / 8));
     for _ in 0..count {
         let len = take_u64(&mut rest)? as usize;
         let (head, tail) = rest.split_at_checked(len).ok_or_else(bad)?;
@@ -216,10 +218,73 @@ mod tests {
         );
     }
 
+    const MALFORMED: &str = "communication failed: malformed gathered payload list";
+
     #[test]
     fn truncated_payload_list_is_an_error() {
         let packed = pack_payloads(&[vec![1, 2, 3]]);
-        assert!(unpack_payloads(&packed[..packed.len() - 1]).is_err());
+        // Written out by hand: count 1, length 3, the bytes.
+        assert_eq!(
+            packed,
+            [[1, 0, 0, 0, 0, 0, 0, 0], [3, 0, 0, 0, 0, 0, 0, 0]]
+                .concat()
+                .into_iter()
+                .chain([1, 2, 3])
+                .collect::<Vec<u8>>()
+        );
+        let error = unpack_payloads(&packed[..packed.len() - 1]).unwrap_err();
+        assert!(matches!(error, Error::Comm(_)));
+        assert_eq!(error.to_string(), MALFORMED);
+        let error = unpack_payloads(&[packed.clone(), vec![0]].concat()).unwrap_err();
+        assert_eq!(error.to_string(), MALFORMED, "trailing bytes");
+    }
+
+    use proptest::prelude::*;
+
+    use crate::testutil::peak_allocation;
+
+    proptest! {
+        #[test]
+        fn any_payload_list_round_trips(
+            payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..20)
+        ) {
+            let packed = pack_payloads(&payloads);
+            let expected_len: usize = 8 + payloads.iter().map(|p| 8 + p.len()).sum::<usize>();
+            prop_assert_eq!(packed.len(), expected_len);
+            prop_assert_eq!(unpack_payloads(&packed).unwrap(), payloads);
+            // Every strict prefix is an error: nothing can stop early.
+            for cut in 0..packed.len() {
+                let error = unpack_payloads(&packed[..cut]).unwrap_err();
+                prop_assert_eq!(error.to_string(), MALFORMED);
+            }
+        }
+
+        /// Any byte string unpacks to the one list that packs back to it, or
+        /// is the one error; and the call never holds more than 4 bytes per
+        /// input byte (a 24-byte `Vec` per 8-byte length prefix, plus the
+        /// payload bytes) and the error's message, whatever count or lengths
+        /// the bytes claim.
+        #[test]
+        fn any_bytes_unpack_to_their_list_or_an_error(
+            count in prop_oneof![0u64..6, any::<u64>()],
+            lens in prop::collection::vec(prop_oneof![0u64..16, any::<u64>()], 0..6),
+            noise in prop::collection::vec(any::<u8>(), 0..64),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut bytes = count.to_le_bytes().to_vec();
+            for (i, len) in lens.iter().enumerate() {
+                bytes.extend(len.to_le_bytes());
+                bytes.extend(noise.iter().take(*len as usize).map(|b| b ^ i as u8));
+            }
+            bytes.extend(&noise);
+            let bytes = &bytes[..cut.index(bytes.len() + 1)];
+            let (unpacked, peak) = peak_allocation(|| unpack_payloads(bytes));
+            prop_assert!(peak <= 4 * bytes.len() + MALFORMED.len(), "{peak} bytes allocated for {} input bytes", bytes.len());
+            match unpacked {
+                Ok(list) => prop_assert_eq!(pack_payloads(&list), bytes),
+                Err(error) => prop_assert_eq!(error.to_string(), MALFORMED),
+            }
+        }
     }
 
     #[test]

@@ -185,7 +185,31 @@ mod tests {
 
     #[test]
     fn negative_or_nan_scale_is_an_error() {
-        assert!(GaussianNoise::new(1, -0.1, 0).is_err());
-        assert!(OrnsteinUhlenbeckNoise::new(1, f32::NAN, 0).is_err());
+        let message = |e: Error| match e {
+            Error::Config(m) => m,
+            other => panic!("expected a config error, got {other}"),
+        };
+        assert_eq!(
+            message(GaussianNoise::new(1, -0.1, 0).unwrap_err()),
+            "noise std must be finite and non-negative, got -0.1"
+        );
+        assert_eq!(
+            message(OrnsteinUhlenbeckNoise::new(1, f32::NAN, 0).unwrap_err()),
+            "noise sigma must be finite and non-negative, got NaN"
+        );
+        assert_eq!(
+            message(
+                NoiseKind::Gaussian
+                    .build(1, f32::INFINITY, 0)
+                    .err()
+                    .unwrap()
+            ),
+            "noise std must be finite and non-negative, got inf"
+        );
+        // Zero is allowed: no exploration noise at all.
+        assert_eq!(
+            GaussianNoise::new(2, 0.0, 0).unwrap().sample(),
+            vec![0.0, 0.0]
+        );
     }
 }

@@ -331,11 +331,35 @@ mod tests {
 
     #[test]
     fn bad_shapes_and_non_finite_values_are_errors() {
+        let message = |result: Result<()>| result.unwrap_err().to_string();
         let mut norm = Normalizer::new(2);
-        assert!(norm.update(&[1.0, 2.0, 3.0]).is_err());
-        assert!(norm.update(&[1.0, f32::NAN]).is_err());
-        assert!(norm.normalize(&[1.0]).is_err());
-        assert!(norm.apply_stats(&[0.0; 4]).is_err());
-        assert!(Normalizer::new(1).with_clip(0.0).validate().is_err());
+        assert_eq!(
+            message(norm.update(&[1.0, 2.0, 3.0])),
+            "shape mismatch: normaliser of 2 features got 3 values"
+        );
+        assert_eq!(
+            message(norm.update(&[1.0, f32::NAN])),
+            "shape mismatch: normaliser input is not finite (NaN)"
+        );
+        assert_eq!(
+            message(norm.normalize(&[1.0]).map(drop)),
+            "shape mismatch: normaliser of 2 features got 1 values"
+        );
+        assert_eq!(
+            message(norm.apply_stats(&[0.0; 4])),
+            "shape mismatch: normaliser statistics have 4 values, expected 5"
+        );
+        assert_eq!(
+            message(norm.apply_stats(&[0.0, 0.0, 0.0, 0.0, -1.0])),
+            "shape mismatch: normaliser statistics are not finite",
+            "a negative count"
+        );
+        assert!(matches!(
+            Normalizer::new(1).with_clip(0.0).validate(),
+            Err(Error::Config(m)) if m == "normaliser clip (0) and eps (0.01) must be positive"
+        ));
+        // The rejected calls changed nothing.
+        assert_eq!(norm.pending_stats(), vec![0.0; 5]);
+        assert_eq!((norm.count(), norm.mean()), (0.0, &[0.0, 0.0][..]));
     }
 }

@@ -344,6 +344,8 @@ pub(super) fn is_timeout(error: &io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn header(kind: u8, root: u32, count: u64, len: u64) -> Header {
@@ -435,7 +437,201 @@ mod tests {
             count: 2,
             payload: vec![0; 7],
         };
-        assert!(decode_contribution(frame).is_err());
+        let back = decode_contribution(frame).expect_err("7 bytes are not 2 floats");
+        assert_eq!((back.kind, back.payload.len()), (KIND_ALL_REDUCE, 7));
+    }
+
+    /// A connected loopback socket whose peer has sent `bytes` and closed.
+    fn stream_of(bytes: &[u8]) -> TcpStream {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (receiver, _) = listener.accept().unwrap();
+        sender.write_all(bytes).unwrap();
+        drop(sender);
+        receiver
+    }
+
+    fn soon() -> Deadline {
+        Deadline::after(Duration::from_secs(10))
+    }
+
+    /// A header written by hand (the oracle for `frame_into`/`write_frame`).
+    fn header_bytes(kind: u8, root: u32, count: u64, len: u64) -> Vec<u8> {
+        let mut out = vec![kind];
+        out.extend(root.to_le_bytes());
+        out.extend(count.to_le_bytes());
+        out.extend(len.to_le_bytes());
+        out
+    }
+
+    /// A contribution in a comparable form: floats by their bits, so NaN
+    /// payloads compare too.
+    #[derive(Debug, PartialEq)]
+    enum Plain {
+        Barrier,
+        Broadcast(usize, usize, Vec<u32>),
+        AllReduce(Vec<u32>),
+        Gather(usize, Vec<u8>),
+        BroadcastBytes(usize, Vec<u8>),
+    }
+
+    fn plain(c: &Contribution) -> Plain {
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect();
+        match c {
+            Contribution::Barrier => Plain::Barrier,
+            Contribution::Broadcast { root, len, values } => {
+                Plain::Broadcast(*root, *len, bits(values))
+            }
+            Contribution::AllReduce { values } => Plain::AllReduce(bits(values)),
+            Contribution::Gather { root, payload } => Plain::Gather(*root, payload.clone()),
+            Contribution::BroadcastBytes { root, bytes } => {
+                Plain::BroadcastBytes(*root, bytes.clone())
+            }
+        }
+    }
+
+    /// What an honest worker of rank `sender` sends: a broadcast carries
+    /// values only from its root (as `ProcessComm::broadcast` sends them).
+    fn honest_contribution() -> impl Strategy<Value = (Contribution, usize)> {
+        let floats = || prop::collection::vec(any::<u32>().prop_map(f32::from_bits), 0..64);
+        let bytes = || prop::collection::vec(any::<u8>(), 0..300);
+        let rank = || 0usize..6;
+        prop_oneof![
+            rank().prop_map(|s| (Contribution::Barrier, s)),
+            (rank(), rank(), floats()).prop_map(|(root, sender, values)| {
+                let len = values.len();
+                let values = if root == sender { values } else { Vec::new() };
+                (Contribution::Broadcast { root, len, values }, sender)
+            }),
+            (rank(), floats()).prop_map(|(s, values)| (Contribution::AllReduce { values }, s)),
+            (rank(), rank(), bytes())
+                .prop_map(|(root, s, payload)| (Contribution::Gather { root, payload }, s)),
+            (rank(), rank(), bytes()).prop_map(|(root, sender, bytes)| {
+                let bytes = if root == sender { bytes } else { Vec::new() };
+                (Contribution::BroadcastBytes { root, bytes }, sender)
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// `frame_into` writes the header a hand-built one equals, and
+        /// `Header::parse` reads every field back.
+        #[test]
+        fn frame_headers_round_trip(kind: u8, root: u32, count: u64, len in 0usize..2048) {
+            let mut out = vec![7u8; 5];
+            let payload = frame_into(&mut out, kind, root, count, len);
+            prop_assert_eq!(payload.len(), len);
+            prop_assert!(payload.iter().all(|b| *b == 0));
+            prop_assert_eq!(out.len(), HEADER_LEN + len);
+            prop_assert_eq!(&out[..HEADER_LEN], &header_bytes(kind, root, count, len as u64)[..]);
+            let parsed = Header::parse(out[..HEADER_LEN].try_into().unwrap());
+            prop_assert_eq!(
+                (parsed.kind, parsed.root, parsed.count, parsed.len),
+                (kind, root, count, len as u64)
+            );
+        }
+
+        /// Any contribution an honest worker sends crosses a real socket
+        /// (`write_frame` → `read_header` → the limit check → `read_payload`
+        /// → `decode_contribution`) unchanged.
+        #[test]
+        fn honest_contributions_round_trip_over_a_socket((sent, sender) in honest_contribution()) {
+            let expected = plain(&sent);
+            let frame = encode_contribution(sent);
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut writer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (mut reader, _) = listener.accept().unwrap();
+            write_frame(&mut writer, &frame, soon(), &mut || Ok(())).unwrap();
+            let header = read_header(&mut reader, soon(), &mut || Ok(())).unwrap();
+            let limit = worker_payload_limit(&header, sender);
+            prop_assert!(limit.is_some(), "honest frame refused: {}", header.describe());
+            let mut payload = Vec::new();
+            read_payload(&mut reader, &header, limit.unwrap(), &mut payload, soon(), &mut || Ok(()))
+                .unwrap();
+            let back = Frame { kind: header.kind, root: header.root, count: header.count, payload };
+            let decoded = decode_contribution(back).map_err(|f| f.kind);
+            prop_assert_eq!(decoded.as_ref().map(plain), Ok(expected));
+        }
+
+        /// Any header with any payload bytes behind it is refused, or read
+        /// to exactly its announced length within its kind's limit; no
+        /// buffer ever grows past what the header may carry or past one
+        /// read piece beyond the bytes that arrived; decoding never panics.
+        #[test]
+        fn any_bytes_from_a_worker_are_refused_or_read_within_bounds(
+            kind in prop_oneof![1u8..=11, any::<u8>()],
+            root in prop_oneof![0u32..4, any::<u32>()],
+            count in prop_oneof![0u64..200, any::<u64>()],
+            len in prop_oneof![0u64..800, (1u64 << 20)..(1 << 40), any::<u64>()],
+            sender in 0usize..4,
+            body in prop::collection::vec(any::<u8>(), 0..800),
+        ) {
+            let mut bytes = header_bytes(kind, root, count, len);
+            bytes.extend(&body);
+            let mut stream = stream_of(&bytes);
+            let header = read_header(&mut stream, soon(), &mut || Ok(())).unwrap();
+            prop_assert_eq!((header.kind, header.root, header.count, header.len), (kind, root, count, len));
+            let Some(limit) = worker_payload_limit(&header, sender) else {
+                return Ok(());
+            };
+            prop_assert!(len <= limit && limit <= MAX_PAYLOAD);
+            if matches!(kind, KIND_ALL_REDUCE) || (kind == KIND_BROADCAST && root as usize == sender) {
+                prop_assert_eq!(Some(len), count.checked_mul(4), "float payloads are 4 × count");
+            }
+            if kind == KIND_BARRIER || (kind == KIND_BROADCAST && root as usize != sender) {
+                prop_assert_eq!(len, 0);
+            }
+            let mut buffer = Vec::new();
+            let read = read_payload(&mut stream, &header, limit, &mut buffer, soon(), &mut || Ok(()));
+            prop_assert!(buffer.capacity() as u64 <= len.min(READ_PIECE as u64).max(body.len() as u64));
+            match read {
+                Ok(()) => {
+                    prop_assert_eq!(&buffer[..], &body[..len as usize]);
+                    let frame = Frame { kind, root, count, payload: buffer };
+                    if let Ok(Contribution::AllReduce { values }) = decode_contribution(frame) {
+                        prop_assert_eq!(values.len() as u64, count);
+                    }
+                }
+                Err(LinkError::Closed) => prop_assert!((body.len() as u64) < len),
+                Err(other) => prop_assert!(false, "unexpected {other}"),
+            }
+        }
+
+        /// A gather frame may announce up to `MAX_PAYLOAD`; one that
+        /// announces more than it sends costs at most one read piece.
+        #[test]
+        fn a_lying_length_costs_at_most_one_read_piece(
+            len in (READ_PIECE as u64 + 1)..(1 << 26),
+            body in prop::collection::vec(any::<u8>(), 0..800),
+        ) {
+            let mut bytes = header_bytes(KIND_GATHER, 0, 0, len);
+            bytes.extend(&body);
+            let mut stream = stream_of(&bytes);
+            let header = read_header(&mut stream, soon(), &mut || Ok(())).unwrap();
+            let limit = worker_payload_limit(&header, 1).unwrap();
+            let mut buffer = Vec::new();
+            let read = read_payload(&mut stream, &header, limit, &mut buffer, soon(), &mut || Ok(()));
+            prop_assert!(matches!(read, Err(LinkError::Closed)));
+            prop_assert!(buffer.capacity() <= READ_PIECE, "{} bytes reserved", buffer.capacity());
+        }
+
+        /// A payload longer than the caller's limit is refused before a byte
+        /// of it is read or allocated.
+        #[test]
+        fn read_payload_refuses_beyond_its_limit(len in 1u64.., limit in 0u64..1 << 20) {
+            prop_assume!(len > limit);
+            let header = Header { kind: KIND_GATHER, root: 0, count: 0, len };
+            let mut stream = stream_of(&[1, 2, 3]);
+            let mut buffer = Vec::new();
+            let read = read_payload(&mut stream, &header, limit, &mut buffer, soon(), &mut || Ok(()));
+            prop_assert!(matches!(read, Err(LinkError::Malformed(h)) if h.len == len));
+            prop_assert_eq!(buffer.capacity(), 0);
+            let mut rest = [0u8; 3];
+            stream.read_exact(&mut rest).unwrap();
+            prop_assert_eq!(rest, [1, 2, 3], "nothing was consumed");
+        }
     }
 
     #[test]

@@ -281,12 +281,22 @@ mod tests {
 
     #[test]
     fn zero_episodes_per_iteration_is_a_config_error() {
-        assert!(
-            PoolConfig::default()
-                .episodes_per_iteration(0)
-                .validate()
-                .is_err()
+        let config_error = |config: PoolConfig| match config.validate() {
+            Err(shoal_core::Error::Config(message)) => message,
+            other => panic!("expected a config error, got {other:?}"),
+        };
+        assert_eq!(
+            config_error(PoolConfig::default().episodes_per_iteration(0)),
+            "pool: episodes_per_iteration must be at least 1"
         );
-        assert!(PoolConfig::default().eval_episodes(0).validate().is_err());
+        assert_eq!(
+            config_error(PoolConfig::default().eval_episodes(0)),
+            "pool: eval_episodes must be at least 1"
+        );
+        PoolConfig::default()
+            .episodes_per_iteration(1)
+            .eval_episodes(1)
+            .validate()
+            .expect("one episode of each is enough");
     }
 }
