@@ -9,6 +9,10 @@
 //! ```
 //!
 //! Prints one line per check on rank 0 and exits non-zero if any fails.
+//!
+//! `comm_suite <backend> <workers> fail-rank R` instead makes rank R's
+//! learner fail during the pool: the run must end with an error (under
+//! `mpirun`, rank R aborts the job) and a non-zero exit, never a hang.
 
 use shoal_core::{Error, Result};
 use shoal_parallel::testing::{Quadratic, check_communicator};
@@ -26,6 +30,19 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let backend = args.next().unwrap_or_else(|| "threads".into());
     let workers = args.next().unwrap_or_else(|| "2".into());
+    let failing = match (args.next().as_deref(), args.next()) {
+        (Some("fail-rank"), Some(rank)) => Some(rank),
+        (None, None) => None,
+        _ => {
+            eprintln!("usage: comm_suite <backend> <workers> [fail-rank R]");
+            std::process::exit(2);
+        }
+    };
+    if let Some(rank) = failing {
+        let result = fail_rank(&backend, &workers, &rank);
+        eprintln!("error: {}", result.unwrap_err());
+        std::process::exit(1);
+    }
     if let Err(error) = run(&backend, &workers) {
         eprintln!("error: {error}");
         std::process::exit(1);
@@ -65,6 +82,33 @@ fn run(backend: &str, workers: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Comm(format!("{backend} and threads disagree")))
+    }
+}
+
+/// Runs the pool with rank `rank`'s learner failing after two episodes;
+/// returns the error (an `Ok` is itself an error: the failure went unseen).
+fn fail_rank(backend: &str, workers: &str, rank: &str) -> Result<()> {
+    let backend: Backend = backend.parse()?;
+    let (Ok(workers), Ok(failing)) = (workers.parse::<usize>(), rank.parse::<usize>()) else {
+        return Err(Error::Config(
+            "worker count and rank must be numbers".into(),
+        ));
+    };
+    let outcome = launch(backend, workers, |comm: &dyn Communicator| {
+        let mut learner = Quadratic::new(SEED, comm.rank());
+        if comm.rank() == failing {
+            learner.fail_after = Some(2);
+        }
+        let pool = PoolConfig::default()
+            .iterations(6)
+            .episodes_per_iteration(4);
+        digest(comm, &mut Pool::new(pool), learner)
+    });
+    match outcome {
+        Ok(_) => Err(Error::Comm(format!(
+            "rank {failing} failed but the run ended without an error"
+        ))),
+        Err(error) => Err(error),
     }
 }
 
