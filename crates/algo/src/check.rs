@@ -3,7 +3,7 @@
 //! setting can make a learner allocate without limit; and the check DDPG
 //! and HAC share on the goal envs they are given (same task, bounded actions).
 
-use shoal_core::{Error, GoalEnv, Result, Space};
+use shoal_core::{Env, Error, GoalEnv, Result, Space};
 
 /// Widest hidden layer accepted (a 8192² layer with Adam's moments is ~0.8 GB).
 pub const MAX_WIDTH: usize = 8192;
@@ -89,6 +89,12 @@ pub(crate) fn matching_bounded_envs<E: GoalEnv>(
             "the evaluation env differs from the training env".into(),
         ));
     }
+    bounded_actions(env, algo)
+}
+
+/// The action space of `env`, which must be bounded: actors squash to the
+/// bounds, Beta policies scale to them. `who` names the learner in the error.
+pub(crate) fn bounded_actions<E: Env + ?Sized>(env: &E, who: &str) -> Result<Space> {
     let action_space = env.action_space().clone();
     if action_space
         .low
@@ -96,9 +102,7 @@ pub(crate) fn matching_bounded_envs<E: GoalEnv>(
         .chain(&action_space.high)
         .any(|b| !b.is_finite())
     {
-        return Err(Error::Config(format!(
-            "{algo} needs a bounded action space"
-        )));
+        return Err(Error::Config(format!("{who} needs a bounded action space")));
     }
     Ok(action_space)
 }

@@ -173,17 +173,7 @@ impl<E: Env> Reinforce<E> {
     /// evaluating on `eval_env` (two instances of the same task).
     pub fn new(config: ReinforceConfig, env: E, eval_env: E, seed: u64) -> Result<Self> {
         config.validate()?;
-        let action_space = env.action_space().clone();
-        if action_space
-            .low
-            .iter()
-            .chain(&action_space.high)
-            .any(|b| !b.is_finite())
-        {
-            return Err(Error::Config(
-                "a Beta policy needs a bounded action space".into(),
-            ));
-        }
+        let action_space = check::bounded_actions(&env, "a Beta policy")?;
         let obs_dim = env.observation_space().dim();
         let act_dim = action_space.dim();
         let device = training_device();
