@@ -240,10 +240,10 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
             ret += step.reward as f64;
             len += 1;
             if step.done() {
-                if let Some(key) = success_key {
-                    if step.info.get(key).unwrap_or(0.0) > 0.5 {
-                        successes += 1;
-                    }
+                if let Some(key) = success_key
+                    && step.info.get(key).unwrap_or(0.0) > 0.5
+                {
+                    successes += 1;
                 }
                 break;
             }

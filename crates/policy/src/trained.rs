@@ -66,11 +66,11 @@ impl<M: Module> Trained<M> {
                 "gradient norm is {norm}; refusing to step"
             )));
         }
-        if let Some(max) = self.max_grad_norm {
-            if norm > max {
-                let scale = (max / norm) as f32;
-                flat_grads.iter_mut().for_each(|g| *g *= scale);
-            }
+        if let Some(max) = self.max_grad_norm
+            && norm > max
+        {
+            let scale = (max / norm) as f32;
+            flat_grads.iter_mut().for_each(|g| *g *= scale);
         }
         let grads = grads_from_flat(&self.module, flat_grads)?;
         self.module = self

@@ -83,10 +83,9 @@ pub(crate) fn check_observations_and_rewards<E: GoalEnv>(env: &mut E, threshold:
             assert!((step.info.get("distance").unwrap() - f64::from(distance)).abs() < 1e-6);
             let success = step.info.get("is_success").unwrap();
             assert_eq!(success == 1.0, distance < threshold);
-            for i in 0..3 {
-                let relative = obs[index::OBJECT_REL_POS][i];
-                let difference = obs[index::OBJECT_POS][i] - obs[index::GRIPPER_POS][i];
-                assert!((relative - difference).abs() < 1e-6);
+            let positions = obs[index::OBJECT_POS].iter().zip(&obs[index::GRIPPER_POS]);
+            for (relative, (object, gripper)) in obs[index::OBJECT_REL_POS].iter().zip(positions) {
+                assert!((relative - (object - gripper)).abs() < 1e-6);
             }
         }
     }
