@@ -13,9 +13,12 @@ use shoal_parallel::{Backend, Communicator, launch};
 use crate::config::{EnvConfig, preset};
 use crate::train::{make_env, make_rollout_learner};
 
+/// A `bench-env` name and the default config of the env it measures.
+pub type BenchEnv = (&'static str, fn() -> EnvConfig);
+
 /// The envs `shoal bench-env` measures, by name, with default settings;
 /// its `--help` and its unknown-env error list this table.
-pub const BENCH_ENVS: &[(&str, fn() -> EnvConfig)] = &[
+pub const BENCH_ENVS: &[BenchEnv] = &[
     ("worm", || EnvConfig::Worm(Default::default())),
     ("push", || EnvConfig::ArmPush(Default::default())),
     ("ball", || EnvConfig::BallToNet(Default::default())),

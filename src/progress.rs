@@ -21,7 +21,7 @@ impl ProgressReporter {
     pub fn new(quiet: bool) -> Self {
         ProgressReporter {
             bar: None,
-            quiet: quiet,
+            quiet,
             total: 0,
             last_line: Instant::now(),
             every: Duration::from_secs(10),
