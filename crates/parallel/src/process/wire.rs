@@ -163,7 +163,7 @@ pub(super) fn decode_contribution(frame: Frame) -> std::result::Result<Contribut
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
     };
-    let whole_floats = frame.payload.len() % 4 == 0;
+    let whole_floats = frame.payload.len().is_multiple_of(4);
     Ok(match frame.kind {
         KIND_BARRIER => Contribution::Barrier,
         KIND_BROADCAST if whole_floats => Contribution::Broadcast {

@@ -647,11 +647,8 @@ pub(crate) fn restore_memories<L: Learner + ?Sized>(
         learner.load_memory(&memories[0])?;
     }
     for rank in 1..comm.size() {
-        let mut bytes = if comm.is_root() {
-            memories[rank].clone()
-        } else {
-            Vec::new()
-        };
+        // Only rank 0 holds the memories; the others receive them.
+        let mut bytes = memories.get(rank).cloned().unwrap_or_default();
         comm.broadcast_bytes(&mut bytes, 0)?;
         if comm.rank() == rank {
             learner.load_memory(&bytes)?;

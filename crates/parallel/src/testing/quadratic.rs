@@ -181,7 +181,7 @@ impl Learner for Quadratic {
     }
 
     fn load_memory(&mut self, bytes: &[u8]) -> Result<()> {
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(Error::Shape(format!("toy memory of {} bytes", bytes.len())));
         }
         self.memory = vec![0.0; bytes.len() / 4];
