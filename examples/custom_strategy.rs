@@ -98,7 +98,7 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
 
         // 3. Evaluate the average now and then; rank 0 evaluates, everyone
         //    receives the report so every rank ends with the same record.
-        if ctx.iteration().is_multiple_of(self.eval_interval) || ctx.is_last() {
+        if ctx.is_due(self.eval_interval) {
             let seed = self.eval_seed;
             let eval = ctx.share(
                 comm.is_root()

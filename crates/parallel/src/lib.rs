@@ -172,6 +172,6 @@ pub use strategy::gather::{GatherConfig, RolloutGather};
 pub use strategy::pool::{Pool, PoolConfig};
 pub use strategy::{
     Context, Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy,
-    WorkerStats, eval_steps, hash_parameters, keep_going, share, worker_seed,
+    WorkerStats, due, eval_steps, hash_parameters, keep_going, share, worker_seed,
 };
 pub use threads::{ThreadComm, run_threads};

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Error, GradientLearner, Result, derive_seed};
 
 use super::{
-    Context, IterationRecord, Strategy, WorkerStats, eval_steps, hash_parameters, require,
+    Context, IterationRecord, Strategy, WorkerStats, check_eval, hash_parameters, require,
 };
 use crate::comm::CommReducer;
 
@@ -115,14 +115,7 @@ impl AveragingConfig {
         require(self.episodes_per_iteration > 0, || {
             "averaging: episodes_per_iteration must be at least 1".into()
         })?;
-        require(self.eval_interval == 0 || self.eval_episodes > 0, || {
-            "averaging: eval_episodes must be at least 1 when eval_interval is set".into()
-        })
-    }
-
-    fn evaluates_at(&self, iteration: u64) -> bool {
-        self.eval_interval > 0
-            && (iteration.is_multiple_of(self.eval_interval) || iteration == self.iterations)
+        check_eval("averaging", self.eval_interval, self.eval_episodes)
     }
 }
 
@@ -220,11 +213,9 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
             }
             let mut record = ctx.record(stats);
             record.scalars = stats[0].scalars.clone();
-            if config.evaluates_at(iteration) {
-                let eval =
-                    learner.evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
-                record.eval_env_steps += eval_steps(&eval);
-                record.eval = Some(eval);
+            if ctx.is_due(config.eval_interval) {
+                let seed = derive_seed(config.seed, iteration);
+                ctx.evaluate_into(learner, config.eval_episodes, seed, &mut record)?;
             }
             Ok(record)
         })

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Error, Result, RolloutLearner, derive_seed};
 
 use super::{
-    Context, IterationRecord, Strategy, WorkerStats, decode, encode, eval_steps, own_error_first,
+    Context, IterationRecord, Strategy, WorkerStats, check_eval, decode, encode, own_error_first,
     require,
 };
 use crate::comm::{Communicator, comm_error};
@@ -92,14 +92,7 @@ impl GatherConfig {
         require(self.episodes_per_worker > 0, || {
             "gather: episodes_per_worker must be at least 1".into()
         })?;
-        require(self.eval_interval == 0 || self.eval_episodes > 0, || {
-            "gather: eval_episodes must be at least 1 when eval_interval is set".into()
-        })
-    }
-
-    fn evaluates_at(&self, iteration: u64) -> bool {
-        self.eval_interval > 0
-            && (iteration.is_multiple_of(self.eval_interval) || iteration == self.iterations)
+        check_eval("gather", self.eval_interval, self.eval_episodes)
     }
 }
 
@@ -186,11 +179,9 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
             let update = learner.update(&rollouts)?;
             let mut record = ctx.record(&stats);
             record.scalars = update.scalars;
-            if config.evaluates_at(iteration) {
-                let eval =
-                    learner.evaluate(config.eval_episodes, derive_seed(config.seed, iteration))?;
-                record.eval_env_steps += eval_steps(&eval);
-                record.eval = Some(eval);
+            if ctx.is_due(config.eval_interval) {
+                let seed = derive_seed(config.seed, iteration);
+                ctx.evaluate_into(learner, config.eval_episodes, seed, &mut record)?;
             }
             Ok::<IterationRecord, Error>(record)
         });
@@ -249,13 +240,5 @@ mod tests {
         assert_eq!(rollout, vec![7, 8, 9]);
         let (failed, _) = unpack(&pack(&Err(Error::Config("x".into())), &[]).unwrap()).unwrap();
         assert_eq!(failed.unwrap_err(), "invalid configuration: x");
-    }
-
-    #[test]
-    fn evaluation_runs_at_the_interval_and_after_the_last_iteration() {
-        let config = GatherConfig::default().iterations(25).eval_interval(10);
-        let at: Vec<u64> = (1..=25).filter(|i| config.evaluates_at(*i)).collect();
-        assert_eq!(at, vec![10, 20, 25]);
-        assert!(!GatherConfig::default().eval_interval(0).evaluates_at(10));
     }
 }

@@ -137,7 +137,7 @@ pub trait Strategy<L: Learner + ?Sized> {
                 )));
             }
             ctx.counters = record.counters();
-            let memories = memory_due(
+            let memories = due(
                 self.memory_interval(),
                 ctx.counters.iteration,
                 ctx.iterations,
@@ -213,6 +213,30 @@ impl<'a> Context<'a> {
     pub fn record(&self, stats: &[WorkerStats]) -> IterationRecord {
         let mut counters = self.counters;
         record_from_stats(self.name, &mut counters, stats)
+    }
+
+    /// Whether a task done every `interval` iterations (0: never) and
+    /// after the last is due in the current iteration; see [`due`].
+    pub fn is_due(&self, interval: u64) -> bool {
+        due(interval, self.iteration(), self.iterations)
+    }
+
+    /// Evaluates `learner` with frozen policies ([`Learner::evaluate`]) and
+    /// puts the result, and the env steps it took, into `record`. Call it
+    /// where only rank 0 runs, e.g. inside [`share_record`]'s `decide`.
+    ///
+    /// [`share_record`]: Context::share_record
+    pub fn evaluate_into<L: Learner + ?Sized>(
+        &self,
+        learner: &mut L,
+        episodes: usize,
+        seed: u64,
+        record: &mut IterationRecord,
+    ) -> Result<()> {
+        let eval = learner.evaluate(episodes, seed)?;
+        record.eval_env_steps += eval_steps(&eval);
+        record.eval = Some(eval);
+        Ok(())
     }
 
     /// Gathers every rank's `outcome` on rank 0, where `decide` turns all
@@ -657,10 +681,19 @@ pub(crate) fn restore_memories<L: Learner + ?Sized>(
     Ok(())
 }
 
-/// Whether iteration `iteration` of `iterations` gathers memories: every
-/// `interval` iterations (0: never) and after the last.
-pub(crate) fn memory_due(interval: u64, iteration: u64, iterations: u64) -> bool {
+/// Whether something done "every `interval` iterations (0: never) and
+/// after the last" — an evaluation, a memory gathering — is due at
+/// iteration `iteration` of `iterations`.
+pub fn due(interval: u64, iteration: u64, iterations: u64) -> bool {
     interval > 0 && (iteration.is_multiple_of(interval) || iteration == iterations)
+}
+
+/// Checks that a strategy which evaluates every `interval` iterations has
+/// episodes to evaluate with.
+pub(crate) fn check_eval(strategy: &str, interval: u64, episodes: usize) -> Result<()> {
+    require(interval == 0 || episodes > 0, || {
+        format!("{strategy}: eval_episodes must be at least 1 when eval_interval is set")
+    })
 }
 
 #[cfg(test)]
@@ -1231,5 +1264,13 @@ mod tests {
         })
         .unwrap_err();
         assert!(matches!(err, Error::Config(_)), "{err}");
+    }
+
+    #[test]
+    fn due_at_the_interval_and_after_the_last_iteration() {
+        let at: Vec<u64> = (1..=25).filter(|i| due(10, *i, 25)).collect();
+        assert_eq!(at, vec![10, 20, 25]);
+        assert!((1..=25).all(|i| !due(0, i, 25)));
+        assert_eq!((1..=6).filter(|i| due(1, *i, 6)).count(), 6);
     }
 }
