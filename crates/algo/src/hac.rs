@@ -1250,7 +1250,9 @@ mod tests {
     use shoal_env::PointGoal;
 
     use super::*;
-    use crate::testutil::{point_goal as env, two_workers};
+    use crate::testutil::{
+        Recording, adam_first_step, assert_all_close, negate, point_goal as env, two_workers,
+    };
 
     /// 1-D goals on a line: success within 0.1, reward −1/0.
     struct Line;
@@ -1501,15 +1503,58 @@ mod tests {
     }
 
     #[test]
-    fn averaged_learning_alone_equals_plain_learning_and_shared_models_agree() {
-        let mut plain = agent(small(), 3);
-        let mut averaged = agent(small(), 3);
-        plain.learn(2).unwrap();
-        averaged.learn_averaged(2, &mut Alone).unwrap();
-        assert!(plain.parameters() == averaged.parameters());
+    fn every_update_steps_with_the_reducers_answer_and_shared_models_agree() {
+        // One update per level per episode; Adam without clipping at 1e-3.
+        let config = HacConfig {
+            n_batches: 1,
+            ..small()
+        };
+        assert_eq!(
+            (config.actor_lr, config.critic_lr, config.max_grad_norm),
+            (1e-3, 1e-3, None)
+        );
+        let mut plain = agent(config.clone(), 3);
+        let before = plain.parameters();
+        plain.learn(1).unwrap();
+
+        // Per episode: the normaliser statistics, then one gradient per level
+        // (actor ‖ critic), in level order, covering every parameter.
+        let mut recorded = Recording::identity();
+        let mut averaged = agent(config.clone(), 3);
+        averaged.learn_averaged(1, &mut recorded).unwrap();
+        assert_eq!(recorded.messages.len(), 1 + config.levels);
+        let gradient = recorded.messages[1..].concat();
+        assert_eq!(gradient.len(), before.len());
+        assert!(gradient.iter().filter(|g| g.abs() > 1e-6).count() > before.len() / 2);
+        // Plain learning takes Adam's first step on exactly that gradient.
+        let expected = adam_first_step(&before, &gradient, 1e-3, None);
+        assert_all_close(
+            &plain.parameters(),
+            &expected,
+            1e-7,
+            "parameters after one update",
+        );
+        assert!(averaged.parameters() == plain.parameters());
+
+        // A reducer that answers every gradient negated (statistics left
+        // alone) moves every parameter the other way.
+        let mut negating = Recording::tampering(|i, values| {
+            if i > 0 {
+                negate(values)
+            }
+        });
+        let mut reversed = agent(config.clone(), 3);
+        reversed.learn_averaged(1, &mut negating).unwrap();
+        assert_eq!(
+            negating.messages[1], recorded.messages[1],
+            "same first gradient"
+        );
+        let answered: Vec<f32> = negating.messages[1..].concat().iter().map(|g| -g).collect();
+        let expected = adam_first_step(&before, &answered, 1e-3, None);
+        assert_all_close(&reversed.parameters(), &expected, 1e-7, "negated step");
+
         // A second worker built on the same models starts identical.
-        let worker =
-            Hac::with_models(small(), plain.models().clone(), env(25), env(25), 9).unwrap();
+        let worker = Hac::with_models(config, plain.models().clone(), env(25), env(25), 9).unwrap();
         assert!(worker.parameters() == plain.parameters());
     }
 

@@ -521,10 +521,11 @@ impl<E: Env> RolloutLearner for Reinforce<E> {
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::{Alone, GradientLearner, Learner, RolloutLearner};
+    use shoal_core::{GradientLearner, Learner, RolloutLearner};
     use shoal_env::{PointReach, PointReachConfig};
 
     use super::*;
+    use crate::testutil::{Recording, adam_first_step, assert_all_close, negate};
 
     fn toy(seed: u64, config: ReinforceConfig) -> Reinforce<PointReach> {
         let env = || PointReach::new(PointReachConfig::default()).unwrap();
@@ -587,15 +588,186 @@ mod tests {
         );
     }
 
+    /// `tanh` MLP in f64 from flat parameters laid out as `flatten` does:
+    /// per layer the `[in, out]` weight row-major, then the bias.
+    fn mlp_f64(params: &[f64], sizes: &[usize], x: &[f64]) -> Vec<f64> {
+        let (mut at, mut h) = (0, x.to_vec());
+        for (layer, pair) in sizes.windows(2).enumerate() {
+            let (inp, out) = (pair[0], pair[1]);
+            let (w, b) = (&params[at..at + inp * out], &params[at + inp * out..]);
+            h = (0..out)
+                .map(|o| {
+                    let z = b[o] + (0..inp).map(|i| h[i] * w[i * out + o]).sum::<f64>();
+                    if layer + 2 < sizes.len() { z.tanh() } else { z }
+                })
+                .collect();
+            at += inp * out + out;
+        }
+        h
+    }
+
+    /// Central differences of `f` at `x`, in f64.
+    fn numeric_gradient(x: &[f64], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+        let mut probe = x.to_vec();
+        (0..x.len())
+            .map(|i| {
+                let h = 1e-6;
+                probe[i] = x[i] + h;
+                let up = f(&probe);
+                probe[i] = x[i] - h;
+                let down = f(&probe);
+                probe[i] = x[i];
+                (up - down) / (2.0 * h)
+            })
+            .collect()
+    }
+
+    /// The policy and value gradients of one REINFORCE update on `rollouts`,
+    /// from the textbook losses differentiated numerically in f64:
+    /// `−(1/n) Σ Â_t log Beta(x_t; α(s_t), β(s_t))` with `Â` the standardised
+    /// `G_t − V(s_t)`, and `(1/n) Σ (V(s_t) − G_t)²`.
+    fn oracle_gradients(
+        agent: &Reinforce<PointReach>,
+        rollouts: &[Rollout],
+        hidden: &[usize],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let widen = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+        let policy = widen(agent.policy.parameters());
+        let value = widen(agent.value.parameters());
+        let (obs_dim, act_dim, gamma) = (agent.obs_dim, agent.act_dim, agent.config.gamma);
+        let sizes = |out: usize| [&[obs_dim][..], hidden, &[out]].concat();
+        let v = |theta: &[f64], s: &[f32]| mlp_f64(theta, &sizes(1), &widen(s.to_vec()))[0];
+        let (mut steps, mut returns) = (Vec::new(), Vec::new());
+        for r in rollouts {
+            let mut tail = if r.truncated {
+                v(&value, &r.final_obs)
+            } else {
+                0.0
+            };
+            let mut g = vec![0.0; r.rewards.len()];
+            for t in (0..g.len()).rev() {
+                tail = r.rewards[t] as f64 + gamma * tail;
+                g[t] = tail;
+            }
+            returns.extend(g);
+            for t in 0..r.rewards.len() {
+                steps.push((
+                    &r.obs[t * obs_dim..(t + 1) * obs_dim],
+                    &r.unit_actions[t * act_dim..(t + 1) * act_dim],
+                ));
+            }
+        }
+        let n = steps.len() as f64;
+        let raw: Vec<f64> = steps
+            .iter()
+            .zip(&returns)
+            .map(|((s, _), g)| g - v(&value, s))
+            .collect();
+        let mean = raw.iter().sum::<f64>() / n;
+        let std = (raw.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let advantages: Vec<f64> = raw.iter().map(|a| (a - mean) / (std + 1e-8)).collect();
+        let softplus = |z: f64| z.exp().ln_1p();
+        let policy_loss = |theta: &[f64]| {
+            let mut sum = 0.0;
+            for ((s, x), adv) in steps.iter().zip(&advantages) {
+                let out = mlp_f64(theta, &sizes(2 * act_dim), &widen(s.to_vec()));
+                for j in 0..act_dim {
+                    let (a, b, x) = (
+                        1.0 + softplus(out[j]),
+                        1.0 + softplus(out[act_dim + j]),
+                        x[j] as f64,
+                    );
+                    let log_p = (a - 1.0) * x.ln() + (b - 1.0) * (1.0 - x).ln()
+                        - (shoal_policy::lgamma(a) + shoal_policy::lgamma(b)
+                            - shoal_policy::lgamma(a + b));
+                    sum += adv * log_p;
+                }
+            }
+            -sum / n
+        };
+        let value_loss = |theta: &[f64]| {
+            steps
+                .iter()
+                .zip(&returns)
+                .map(|((s, _), g)| (v(theta, s) - g).powi(2))
+                .sum::<f64>()
+                / n
+        };
+        (
+            numeric_gradient(&policy, policy_loss),
+            numeric_gradient(&value, value_loss),
+        )
+    }
+
     #[test]
-    fn averaged_learning_alone_equals_plain_learning() {
-        let mut a = toy(4, fast());
-        let mut b = toy(4, fast());
-        a.learn(16).unwrap();
-        b.learn_averaged(16, &mut Alone).unwrap();
-        assert_eq!(
-            GradientLearner::parameters(&a),
-            GradientLearner::parameters(&b)
+    fn one_update_sends_the_textbook_gradient_through_the_reducer_and_steps_with_its_answer() {
+        // A tiny net, one update of 8 episodes, and the value baseline
+        // (bootstrapped truncations and standardised advantages included).
+        let config = ReinforceConfig {
+            hidden: vec![4],
+            ..fast()
+        };
+        let mut plain = toy(4, config.clone());
+        let before = GradientLearner::parameters(&plain);
+        let (policy_lr, value_lr) = (config.learning_rate, config.value_learning_rate);
+
+        // The oracle sees the same rollouts: collection is seeded per episode.
+        let mut twin = toy(4, config.clone());
+        let (rollouts, _) = twin.collect(8).unwrap();
+        assert!(rollouts.iter().any(|r| r.truncated));
+        let (policy_grad, value_grad) = oracle_gradients(&twin, &rollouts, &config.hidden);
+
+        let mut recorded = Recording::identity();
+        let mut averaged = toy(4, config.clone());
+        averaged.learn_averaged(8, &mut recorded).unwrap();
+        assert_eq!(recorded.messages.len(), 1, "one message per update");
+        let sent = &recorded.messages[0];
+        let split = policy_grad.len();
+        assert_eq!(sent.len(), split + value_grad.len());
+        let scale = |g: &[f64]| g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert_all_close(
+            &sent[..split],
+            &policy_grad,
+            1e-4 * scale(&policy_grad),
+            "policy gradient",
+        );
+        assert_all_close(
+            &sent[split..],
+            &value_grad,
+            1e-4 * scale(&value_grad),
+            "value gradient",
+        );
+
+        // Plain learning takes Adam's first step (each net clipped to
+        // max_grad_norm on its own) on exactly that gradient.
+        plain.learn(8).unwrap();
+        let after = GradientLearner::parameters(&plain);
+        let clip = Some(config.max_grad_norm);
+        let mut expected = adam_first_step(&before[..split], &sent[..split], policy_lr, clip);
+        expected.extend(adam_first_step(
+            &before[split..],
+            &sent[split..],
+            value_lr,
+            clip,
+        ));
+        assert_all_close(&after, &expected, 1e-6, "parameters after one update");
+        assert_eq!(GradientLearner::parameters(&averaged), after);
+
+        // A reducer that answers with the negated gradient sends every
+        // parameter the other way: the step uses the reducer's answer.
+        let mut negating = Recording::tampering(|_, values| negate(values));
+        let mut reversed = toy(4, config.clone());
+        reversed.learn_averaged(8, &mut negating).unwrap();
+        let backwards: Vec<f64> = before
+            .iter()
+            .zip(&expected)
+            .map(|(b, e)| 2.0 * *b as f64 - e)
+            .collect();
+        assert_all_close(
+            &GradientLearner::parameters(&reversed),
+            &backwards,
+            1e-6,
+            "negated step",
         );
     }
 

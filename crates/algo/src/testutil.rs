@@ -73,3 +73,78 @@ pub(crate) fn point_goal(max_steps: usize) -> PointGoal {
     )
     .unwrap()
 }
+
+/// A single worker's reducer that records every message it is asked to
+/// average and hands back what `tamper(index, message)` makes of it — the
+/// identity stands in for [`shoal_core::Alone`]; a negation shows the
+/// learner steps with the reducer's answer rather than its own copy.
+pub(crate) struct Recording {
+    pub(crate) messages: Vec<Vec<f32>>,
+    tamper: Box<dyn FnMut(usize, &mut [f32])>,
+}
+
+impl Recording {
+    /// Hands every message back unchanged.
+    pub(crate) fn identity() -> Self {
+        Recording::tampering(|_, _| {})
+    }
+
+    /// Hands message `i` back as `tamper(i, message)` left it.
+    pub(crate) fn tampering(tamper: impl FnMut(usize, &mut [f32]) + 'static) -> Self {
+        Recording {
+            messages: Vec::new(),
+            tamper: Box::new(tamper),
+        }
+    }
+}
+
+impl MeanReducer for Recording {
+    fn mean(&mut self, values: &mut [f32]) -> Result<()> {
+        self.messages.push(values.to_vec());
+        (self.tamper)(self.messages.len() - 1, values);
+        Ok(())
+    }
+}
+
+/// Negates every value of a message.
+pub(crate) fn negate(values: &mut [f32]) {
+    values.iter_mut().for_each(|v| *v = -*v);
+}
+
+/// The parameters after Adam's first step (β₁ 0.9, β₂ 0.999, ε 1e-8) from
+/// `before` on `grads`, clipped to global norm `clip` first: with both
+/// moments bias-corrected the step is `lr · g / (|g| + ε)`, written here
+/// from the paper rather than through burn.
+pub(crate) fn adam_first_step(
+    before: &[f32],
+    grads: &[f32],
+    lr: f64,
+    clip: Option<f64>,
+) -> Vec<f64> {
+    assert_eq!(before.len(), grads.len());
+    let norm = grads
+        .iter()
+        .map(|g| (*g as f64).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let scale = clip.map_or(1.0, |c| if norm > c { c / norm } else { 1.0 });
+    before
+        .iter()
+        .zip(grads)
+        .map(|(p, g)| {
+            let g = *g as f64 * scale;
+            *p as f64 - lr * g / (g.abs() + 1e-8)
+        })
+        .collect()
+}
+
+/// Asserts `actual[i]` is within `tol` of `expected[i]` for every `i`.
+pub(crate) fn assert_all_close(actual: &[f32], expected: &[f64], tol: f64, what: &str) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
+    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+        assert!(
+            (*a as f64 - e).abs() <= tol,
+            "{what}[{i}]: {a} vs expected {e} (tolerance {tol})"
+        );
+    }
+}

@@ -31,18 +31,23 @@ fn ddpg_trains_and_evaluates_on_arm_push() {
         }
     );
     assert_eq!(report.episode_lengths.len(), 4);
-    assert!(
-        report
-            .episode_lengths
-            .iter()
-            .all(|&len| (1..=50).contains(&len))
-    );
+    // Sparse reward: −1 per step except a final success step (0), which ends
+    // the episode; otherwise the 50-step limit does.
+    for ((len, ret), success) in report
+        .episode_lengths
+        .iter()
+        .zip(&report.episode_returns)
+        .zip(&report.episode_successes)
+    {
+        assert_eq!(*len == 50, !success, "length {len}, success {success}");
+        assert_eq!(*ret, -(*len as f64) + f64::from(u8::from(*success)));
+    }
     assert_eq!(agent.updates(), 4);
-    let eval = agent.evaluate(2, 0).unwrap();
-    assert!(
-        eval.success_rate
-            .is_some_and(|rate| (0.0..=1.0).contains(&rate))
-    );
+    let eval = agent.evaluate(4, 0).unwrap();
+    let rate = eval.success_rate.expect("a goal task reports success");
+    assert_eq!(eval.episodes, 4);
+    assert_eq!(eval.return_mean, -eval.length_mean + rate);
+    assert_eq!(agent.evaluate(4, 0).unwrap(), eval, "evaluation is frozen");
 }
 
 #[test]

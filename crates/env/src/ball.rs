@@ -463,7 +463,8 @@ mod tests {
 
     #[test]
     fn observations_rewards_and_info_agree() {
-        testutil::check_observations_and_rewards(&mut BallToNet::default(), 0.05);
+        let config = BallToNetConfig::default();
+        testutil::check_observations_and_rewards(&mut env(config.clone()), 0.05, scripted(&config));
     }
 
     #[test]

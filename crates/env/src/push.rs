@@ -371,7 +371,8 @@ mod tests {
 
     #[test]
     fn observations_rewards_and_info_agree() {
-        testutil::check_observations_and_rewards(&mut ArmPush::default(), 0.05);
+        let config = ArmPushConfig::default();
+        testutil::check_observations_and_rewards(&mut env(config.clone()), 0.05, scripted(&config));
     }
 
     #[test]
@@ -417,11 +418,23 @@ mod tests {
     #[test]
     fn random_actions_run_to_the_time_limit_with_finite_state() {
         let mut env = ArmPush::default();
+        let mut to_the_limit = 0;
         for seed in 0..5 {
             let (_, steps) = rollout(&mut env, seed, random_policy(seed));
             assert!(steps.iter().all(|s| s.obs.iter().all(|v| v.is_finite())));
-            assert!(steps.len() == 50 || steps.last().unwrap().terminated);
+            let (last, before) = steps.split_last().unwrap();
+            assert!(before.iter().all(|s| !s.done()), "seed {seed} ended early");
+            // Either the time limit (50 steps, truncated) or a success (terminated).
+            assert_eq!(last.truncated, steps.len() == 50, "seed {seed}: {last:?}");
+            assert_eq!(last.terminated, solved(&steps), "seed {seed}: {last:?}");
+            assert!(steps.len() <= 50 && last.terminated != last.truncated);
+            to_the_limit += usize::from(last.truncated);
         }
+        // Random actions solve about 8% of FetchPush episodes.
+        assert!(
+            to_the_limit >= 4,
+            "{to_the_limit} of 5 reached the time limit"
+        );
     }
 
     #[test]

@@ -669,10 +669,38 @@ mod tests {
 
     #[test]
     fn invalid_configs_are_rejected() {
-        assert!(PointReach::new(PointReachConfig::default().step_size(f32::NAN)).is_err());
-        assert!(PointReach::new(PointReachConfig::default().max_episode_steps(0)).is_err());
-        assert!(PointGoal::new(PointGoalConfig::default().distance_threshold(0.0)).is_err());
-        assert!(PointGoal::new(PointGoalConfig::default().inertia(-0.1)).is_err());
-        assert!(PointGoal::new(PointGoalConfig::default().max_speed(-1.0)).is_err());
+        let config_error = |result: Result<()>| match result {
+            Err(Error::Config(message)) => message,
+            other => panic!("expected a config error, got {other:?}"),
+        };
+        let reach = |c: PointReachConfig| config_error(PointReach::new(c).map(|_| ()));
+        let goal = |c: PointGoalConfig| config_error(PointGoal::new(c).map(|_| ()));
+        assert_eq!(
+            reach(PointReachConfig::default().step_size(f32::NAN)),
+            "point-reach: step_size must be positive and finite, got NaN"
+        );
+        assert_eq!(
+            reach(PointReachConfig::default().max_episode_steps(0)),
+            format!(
+                "point-reach: max_episode_steps must be between 1 and {MAX_EPISODE_STEPS}, got 0"
+            )
+        );
+        assert_eq!(
+            goal(PointGoalConfig::default().distance_threshold(0.0)),
+            "point-goal: distance_threshold must be positive and finite, got 0"
+        );
+        assert_eq!(
+            goal(PointGoalConfig::default().distance_threshold(0.5)),
+            "point-goal: distance_threshold must be below 0.5, got 0.5"
+        );
+        assert_eq!(
+            goal(PointGoalConfig::default().inertia(-0.1)),
+            "point-goal: inertia must be in [0, 1), got -0.1"
+        );
+        assert_eq!(
+            goal(PointGoalConfig::default().max_speed(-1.0)),
+            "point-goal: max_speed must be positive and finite, got -1"
+        );
+        assert!(PointGoal::new(PointGoalConfig::default().inertia(0.99)).is_ok());
     }
 }

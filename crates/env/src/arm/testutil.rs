@@ -61,34 +61,79 @@ pub(crate) fn check_seeded_determinism<E: Env>(env: &mut E, policy: impl Fn(&[f3
 }
 
 /// Flat layout, goal placement, starts that are not solved, and rewards and
-/// info that agree with `compute_reward` on every step.
-pub(crate) fn check_observations_and_rewards<E: GoalEnv>(env: &mut E, threshold: f32) {
+/// info against distances computed here by hand (f64, from the observation's
+/// object and goal slots): reward 0 and success inside `threshold`, −1
+/// outside. Random episodes rarely come near the goal, so `scripted` episodes
+/// (which end in success) supply steps on both sides of the threshold.
+pub(crate) fn check_observations_and_rewards<E: GoalEnv>(
+    env: &mut E,
+    threshold: f32,
+    scripted: impl Fn(&[f32]) -> [f32; 4],
+) {
     assert_eq!(env.observation_space().dim(), FLAT_OBS_DIM);
     assert_eq!(env.goal_dim(), 3);
+    let hand_distance = |obs: &[f32]| {
+        obs[index::OBJECT_POS]
+            .iter()
+            .zip(&obs[index::DESIRED_GOAL])
+            .map(|(a, d)| (f64::from(*a) - f64::from(*d)).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let mut episodes = Vec::new();
     for seed in 0..40 {
-        let (first, steps) = rollout(env, seed, random_policy(seed));
+        episodes.push((seed, rollout(env, seed, random_policy(seed))));
+    }
+    for seed in 0..10 {
+        episodes.push((seed, rollout(env, seed, &scripted)));
+    }
+    let (mut inside, mut near_outside) = (0, 0);
+    for (seed, (first, steps)) in episodes {
         let (_, achieved, desired) = env.split_obs(&first);
+        assert!(
+            hand_distance(&first) >= f64::from(threshold),
+            "seed {seed} starts solved"
+        );
         assert!(
             !env.is_success(achieved, desired),
             "seed {seed} starts solved"
         );
         assert_eq!(achieved, &first[index::OBJECT_POS]);
+        assert_eq!(achieved, &first[index::ACHIEVED_GOAL]);
         for step in &steps {
             let obs = &step.obs;
             assert_eq!(obs.len(), FLAT_OBS_DIM);
             assert!(obs.iter().all(|v| v.is_finite()));
-            let (_, achieved, desired) = env.split_obs(obs);
-            assert_eq!(step.reward, env.compute_reward(achieved, desired));
-            let distance = super::goal_distance(achieved, desired);
-            assert!((step.info.get("distance").unwrap() - f64::from(distance)).abs() < 1e-6);
-            let success = step.info.get("is_success").unwrap();
-            assert_eq!(success == 1.0, distance < threshold);
+            assert_eq!(obs[index::OBJECT_POS], obs[index::ACHIEVED_GOAL]);
+            let distance = hand_distance(obs);
+            // f32 rounding may put a distance this close on either side.
+            if (distance - f64::from(threshold)).abs() < 1e-6 {
+                continue;
+            }
+            let success = distance < f64::from(threshold);
+            inside += usize::from(success);
+            near_outside += usize::from(!success && distance < 2.0 * f64::from(threshold));
+            assert_eq!(
+                step.reward,
+                if success { 0.0 } else { -1.0 },
+                "seed {seed}, distance {distance}"
+            );
+            assert_eq!(
+                step.info.get("is_success"),
+                Some(if success { 1.0 } else { 0.0 })
+            );
+            assert!((step.info.get("distance").unwrap() - distance).abs() < 1e-6);
             let positions = obs[index::OBJECT_POS].iter().zip(&obs[index::GRIPPER_POS]);
             for (relative, (object, gripper)) in obs[index::OBJECT_REL_POS].iter().zip(positions) {
                 assert!((relative - (object - gripper)).abs() < 1e-6);
             }
         }
     }
+    assert!(inside >= 5, "only {inside} steps inside the threshold");
+    assert!(
+        near_outside >= 5,
+        "only {near_outside} steps just outside the threshold"
+    );
 }
 
 /// `compute_reward` is the sparse threshold reward, alone and batched.
