@@ -80,8 +80,11 @@ pub(crate) fn point_goal(max_steps: usize) -> PointGoal {
 /// learner steps with the reducer's answer rather than its own copy.
 pub(crate) struct Recording {
     pub(crate) messages: Vec<Vec<f32>>,
-    tamper: Box<dyn FnMut(usize, &mut [f32])>,
+    tamper: Box<Tamper>,
 }
+
+/// What [`Recording`] does to message `index` before handing it back.
+type Tamper = dyn FnMut(usize, &mut [f32]);
 
 impl Recording {
     /// Hands every message back unchanged.
