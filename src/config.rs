@@ -150,11 +150,19 @@ pub struct ParallelConfig {
     pub strategy: StrategyKind,
     /// Pool: training episodes each worker runs per iteration. Default 10.
     pub episodes_per_iteration: usize,
-    /// Pool: frozen-policy episodes per candidate evaluation. Default 3.
+    /// Pool: frozen-policy episodes per candidate, on which the winner is
+    /// selected (the promoted agent's evaluation uses `train.eval_episodes`
+    /// on the run's fixed evaluation seed, like a single learner's). Default 3.
     pub pool_eval_episodes: usize,
-    /// Pool: learning-rate multiplier of worker 0 (a guard against steps that
-    /// are too large). Default 0.1.
-    pub worker0_lr_scale: f64,
+    /// Pool: learning-rate multipliers by rank; ranks past the end of the
+    /// list use 1. Default `[0.1]`: worker 0 is the guard against steps
+    /// that are too large.
+    pub worker_lr_scales: Vec<f64>,
+    /// Pool: `algo.*` overrides by rank, each written as `--set` takes it
+    /// (`[[], ["algo.learning_rate=0.003"]]` gives worker 1 its own rate);
+    /// ranks past the end of the list use the run's `algo` table. Default
+    /// none.
+    pub worker_overrides: Vec<Vec<String>>,
     /// Processes backend: the longest, in seconds, any rank waits for
     /// another inside one collective before the run fails naming it (a
     /// stopped, deadlocked or vanished worker; a silent rank 0). Must exceed
@@ -170,7 +178,8 @@ impl Default for ParallelConfig {
             strategy: StrategyKind::None,
             episodes_per_iteration: 10,
             pool_eval_episodes: 3,
-            worker0_lr_scale: 0.1,
+            worker_lr_scales: vec![0.1],
+            worker_overrides: Vec::new(),
             timeout_s: 600.0,
         }
     }
@@ -192,10 +201,38 @@ impl ParallelConfig {
                 self.timeout_s
             )));
         }
-        if !(self.worker0_lr_scale.is_finite() && self.worker0_lr_scale > 0.0) {
+        if let Some(scale) = self
+            .worker_lr_scales
+            .iter()
+            .find(|s| !(s.is_finite() && **s > 0.0))
+        {
             return Err(Error::Config(format!(
-                "parallel.worker0_lr_scale must be positive and finite, got {}",
-                self.worker0_lr_scale
+                "parallel.worker_lr_scales must be positive and finite, got {scale}"
+            )));
+        }
+        let per_worker = self.worker_lr_scales.len().max(self.worker_overrides.len());
+        if self.strategy == StrategyKind::Pool && per_worker > self.workers {
+            return Err(Error::Config(format!(
+                "parallel.worker_lr_scales and worker_overrides name {per_worker} workers; \
+                 the pool has {}",
+                self.workers
+            )));
+        }
+        if !self.worker_overrides.is_empty() && self.strategy != StrategyKind::Pool {
+            return Err(Error::Config(format!(
+                "parallel.worker_overrides applies to the pool; strategy `{}` trains workers \
+                 that must share one setting",
+                self.strategy
+            )));
+        }
+        if let Some(key) = self
+            .worker_overrides
+            .iter()
+            .flatten()
+            .find(|o| !o.trim_start().starts_with("algo."))
+        {
+            return Err(Error::Config(format!(
+                "parallel.worker_overrides may set algo.* keys only, got `{key}`"
             )));
         }
         if let StrategyKind::Custom(name) = &self.strategy
@@ -466,10 +503,15 @@ impl RunConfig {
         } else {
             preset(source)?
         };
+        base.with_overrides(overrides)
+    }
+
+    /// This config with `--set` style `key=value` overrides applied in order.
+    pub fn with_overrides(&self, overrides: &[String]) -> Result<RunConfig> {
         if overrides.is_empty() {
-            return Ok(base);
+            return Ok(self.clone());
         }
-        let mut tree = base.to_table();
+        let mut tree = self.to_table();
         // Optional settings are absent while unset; they may be added.
         let accepts = |tree: &toml::Table| {
             toml::Value::Table(tree.clone())
@@ -483,6 +525,30 @@ impl RunConfig {
         toml::Value::Table(tree)
             .try_into()
             .map_err(|e: toml::de::Error| Error::Config(format!("after --set: {}", one_line(&e))))
+    }
+
+    /// The config worker `rank` of a pool trains with: the run's, with that
+    /// rank's `parallel.worker_overrides` applied, and its learning-rate
+    /// multiplier from `parallel.worker_lr_scales` (1 past the list's end).
+    pub fn worker(&self, rank: usize) -> Result<(RunConfig, f64)> {
+        let overrides = self
+            .parallel
+            .worker_overrides
+            .get(rank)
+            .map_or(&[][..], Vec::as_slice);
+        let cfg = self.with_overrides(overrides).map_err(|e| {
+            Error::Config(format!(
+                "parallel.worker_overrides of worker {rank}: {}",
+                e.to_string().trim_start_matches("invalid configuration: ")
+            ))
+        })?;
+        let scale = self
+            .parallel
+            .worker_lr_scales
+            .get(rank)
+            .copied()
+            .unwrap_or(1.0);
+        Ok((cfg, scale))
     }
 
     /// Parses a config file's text; `origin` names it in errors.

@@ -177,6 +177,10 @@ pub struct Plan {
 pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
     cfg.parallel.validate()?;
+    // Bad per-worker overrides are refused before a run directory exists.
+    for rank in 0..cfg.parallel.worker_overrides.len() {
+        cfg.worker(rank)?;
+    }
     if plan.checkpoint.is_some() && plan.resume.is_none() {
         return Err(Error::Config(
             "--checkpoint selects what --resume continues from; give --resume DIR too".into(),
@@ -202,20 +206,17 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
         StrategyKind::Pool => run_parallel(
             plan,
             |cfg, rank| {
-                // The guard: worker 0 takes smaller steps.
-                let scale = if rank == 0 {
-                    cfg.parallel.worker0_lr_scale
-                } else {
-                    1.0
-                };
-                make_learner(cfg, rank, scale)
+                let (worker_cfg, lr_scale) = cfg.worker(rank)?;
+                make_learner(&worker_cfg, rank, lr_scale)
             },
             |setup| {
                 Ok(Pool::new(
                     PoolConfig::default()
                         .iterations(setup.iterations)
                         .episodes_per_iteration(setup.episodes_per_iteration)
-                        .eval_episodes(setup.cfg.parallel.pool_eval_episodes)
+                        .selection_episodes(setup.cfg.parallel.pool_eval_episodes)
+                        .eval_interval(setup.eval_interval)
+                        .eval_episodes(setup.cfg.train.eval_episodes)
                         .seed(setup.eval_seed)
                         .memory_interval(setup.checkpoint_interval),
                 ))
@@ -313,6 +314,10 @@ where
 {
     let cfg = &plan.cfg;
     cfg.parallel.validate()?;
+    // Bad per-worker overrides are refused before a run directory exists.
+    for rank in 0..cfg.parallel.worker_overrides.len() {
+        cfg.worker(rank)?;
+    }
     check_config(cfg)?;
     let processes = ProcessConfig::default()
         .timeout(std::time::Duration::from_secs_f64(cfg.parallel.timeout_s));
@@ -550,6 +555,8 @@ struct Recorder {
     seed: u64,
     clock: Instant,
     wall_before: f64,
+    /// The pool's per-worker settings, written into every iteration line.
+    worker_settings: Option<serde_json::Value>,
 }
 
 impl Recorder {
@@ -567,6 +574,18 @@ impl Recorder {
         };
         let mut progress = ProgressReporter::new(quiet);
         progress.start(cfg.train.episodes, done);
+        let worker_settings = (cfg.parallel.strategy == StrategyKind::Pool).then(|| {
+            let p = &cfg.parallel;
+            let settings: Vec<serde_json::Value> = (0..p.workers)
+                .map(|rank| {
+                    json!({
+                        "lr_scale": p.worker_lr_scales.get(rank).copied().unwrap_or(1.0),
+                        "overrides": p.worker_overrides.get(rank).cloned().unwrap_or_default(),
+                    })
+                })
+                .collect();
+            serde_json::Value::from(settings)
+        });
         Ok(Recorder {
             run,
             metrics,
@@ -575,6 +594,7 @@ impl Recorder {
             seed: cfg.seed,
             clock: Instant::now(),
             wall_before,
+            worker_settings,
         })
     }
 
@@ -676,6 +696,15 @@ impl Recorder {
             line = line
                 .field("pool/winner", winner)
                 .field("pool/worker_eval_means", record.worker_eval_means.clone());
+        }
+        if let Some(settings) = &self.worker_settings {
+            line = line.field("pool/worker_settings", settings.clone());
+        }
+        if let Some(selection) = &record.selection {
+            line = line.scalar("pool/selection_return_mean", selection.return_mean);
+            if let Some(rate) = selection.success_rate {
+                line = line.scalar("pool/selection_success_rate", rate);
+            }
         }
         self.metrics.write(&line)?;
         if let Some(eval) = &record.eval {
@@ -980,4 +1009,97 @@ pub fn load_run(run_dir: &std::path::Path) -> Result<(RunConfig, Box<dyn Gradien
     let mut learner = make_learner(&cfg, 0, 1.0)?;
     learner.load_state(&state)?;
     Ok((cfg, learner))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool_of(workers: usize, extra: &[&str]) -> Result<RunConfig> {
+        let mut overrides = vec![
+            "parallel.strategy=pool".to_string(),
+            format!("parallel.workers={workers}"),
+        ];
+        overrides.extend(extra.iter().map(|s| s.to_string()));
+        RunConfig::resolve("toy-reinforce", &overrides)
+    }
+
+    #[test]
+    fn each_pool_worker_gets_its_own_settings() {
+        let cfg = pool_of(
+            3,
+            &[
+                "parallel.worker_lr_scales=[0.5, 2.0]",
+                r#"parallel.worker_overrides=[[], ["algo.gamma=0.9", "algo.learning_rate=0.004"]]"#,
+            ],
+        )
+        .unwrap();
+        let AlgoConfig::Reinforce(base) = &cfg.algo else {
+            panic!("toy-reinforce is a reinforce preset")
+        };
+        // (learning rate, gamma) each worker must train with, by hand.
+        let expected = [
+            (base.learning_rate * 0.5, base.gamma),
+            (0.004 * 2.0, 0.9),
+            (base.learning_rate, base.gamma),
+        ];
+        for (rank, (lr, gamma)) in expected.into_iter().enumerate() {
+            let (worker_cfg, scale) = cfg.worker(rank).unwrap();
+            let learner = make_reinforce(&worker_cfg, rank, scale).unwrap();
+            assert_eq!(learner.config().learning_rate, lr, "worker {rank}");
+            assert_eq!(learner.config().gamma, gamma, "worker {rank}");
+        }
+    }
+
+    #[test]
+    fn bad_per_worker_settings_are_refused_with_one_line() {
+        let refused = |extra: &[&str], workers: usize| {
+            let cfg = pool_of(workers, extra).unwrap();
+            let plan = Plan {
+                cfg,
+                out: Some(std::env::temp_dir().join("shoal-never-created")),
+                resume: None,
+                checkpoint: None,
+                quiet: true,
+            };
+            run(&plan).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused(&["parallel.worker_lr_scales=[0.1, 1.0, 1.0]"], 2),
+            "invalid configuration: parallel.worker_lr_scales and worker_overrides name 3 \
+             workers; the pool has 2"
+        );
+        assert_eq!(
+            refused(&["parallel.worker_lr_scales=[0.1, -1.0]"], 2),
+            "invalid configuration: parallel.worker_lr_scales must be positive and finite, got -1"
+        );
+        assert_eq!(
+            refused(&[r#"parallel.worker_overrides=[["seed=3"]]"#], 2),
+            "invalid configuration: parallel.worker_overrides may set algo.* keys only, got \
+             `seed=3`"
+        );
+        assert_eq!(
+            refused(
+                &[r#"parallel.worker_overrides=[[], ["algo.gamma=fast"]]"#],
+                2
+            ),
+            "invalid configuration: parallel.worker_overrides of worker 1: `algo.gamma` expects \
+             a float, got `fast`"
+        );
+        assert!(!std::env::temp_dir().join("shoal-never-created").exists());
+        let averaging = RunConfig::resolve(
+            "push-ddpg-her",
+            &[
+                "parallel.strategy=averaging".into(),
+                "parallel.workers=2".into(),
+                r#"parallel.worker_overrides=[["algo.actor_lr=0.1"]]"#.into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            averaging.parallel.validate().unwrap_err().to_string(),
+            "invalid configuration: parallel.worker_overrides applies to the pool; strategy \
+             `averaging` trains workers that must share one setting"
+        );
+    }
 }

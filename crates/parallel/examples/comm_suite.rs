@@ -118,7 +118,8 @@ fn everything(comm: &dyn Communicator) -> Result<Vec<(String, Digest)>> {
     let pool = PoolConfig::default()
         .iterations(6)
         .episodes_per_iteration(4)
-        .eval_episodes(3);
+        .selection_episodes(3)
+        .eval_interval(3);
     let gather = GatherConfig::default()
         .iterations(6)
         .episodes_per_worker(2)

@@ -3,7 +3,7 @@
 //! workers, and all workers hold bit-identical parameters.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, GradientLearner, Result, derive_seed};
+use shoal_core::{Error, GradientLearner, Result};
 
 use super::{
     Context, IterationRecord, Strategy, WorkerStats, check_eval, hash_parameters, require,
@@ -34,8 +34,8 @@ pub struct AveragingConfig {
     pub eval_interval: u64,
     /// Frozen-policy evaluation episodes. Default: 5.
     pub eval_episodes: usize,
-    /// Seed of the evaluation environments (iteration `i` uses
-    /// `derive_seed(seed, i)`). Default: 0.
+    /// Seed of the evaluation environments, the same for every evaluation
+    /// (as a single learner's run evaluates). Default: 0.
     pub seed: u64,
     /// Check after every iteration that all workers' parameters are
     /// bit-identical (a hash of each, compared on rank 0); a learner that
@@ -214,8 +214,7 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
             let mut record = ctx.record(stats);
             record.scalars = stats[0].scalars.clone();
             if ctx.is_due(config.eval_interval) {
-                let seed = derive_seed(config.seed, iteration);
-                ctx.evaluate_into(learner, config.eval_episodes, seed, &mut record)?;
+                ctx.evaluate_into(learner, config.eval_episodes, config.seed, &mut record)?;
             }
             Ok(record)
         })

@@ -3,7 +3,7 @@
 //! and broadcasts the new weights.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result, RolloutLearner, derive_seed};
+use shoal_core::{Error, Result, RolloutLearner};
 
 use super::{
     Context, IterationRecord, Strategy, WorkerStats, check_eval, decode, encode, own_error_first,
@@ -35,8 +35,8 @@ pub struct GatherConfig {
     pub eval_interval: u64,
     /// Frozen-policy evaluation episodes. Default: 5.
     pub eval_episodes: usize,
-    /// Seed of the evaluation environments (iteration `i` uses
-    /// `derive_seed(seed, i)`). Default: 0.
+    /// Seed of the evaluation environments, the same for every evaluation
+    /// (as a single learner's run evaluates). Default: 0.
     pub seed: u64,
 }
 
@@ -154,7 +154,6 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
         let config = &self.config;
         let comm = ctx.comm();
-        let iteration = ctx.iteration();
         let collected = learner.collect(config.episodes_per_worker);
         let (outcome, rollout) = match collected {
             Ok((rollout, report)) => (Ok(WorkerStats::from_report(&report)), rollout),
@@ -180,8 +179,7 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
             let mut record = ctx.record(&stats);
             record.scalars = update.scalars;
             if ctx.is_due(config.eval_interval) {
-                let seed = derive_seed(config.seed, iteration);
-                ctx.evaluate_into(learner, config.eval_episodes, seed, &mut record)?;
+                ctx.evaluate_into(learner, config.eval_episodes, config.seed, &mut record)?;
             }
             Ok::<IterationRecord, Error>(record)
         });

@@ -392,9 +392,14 @@ pub struct IterationRecord {
     pub train_return_mean: Option<f64>,
     /// Success rate of this iteration's training episodes, for goal tasks.
     pub train_success_rate: Option<f64>,
-    /// Frozen-policy evaluation of the current agent, if one ran this
-    /// iteration (the pool: the winner's).
+    /// Frozen-policy evaluation of the current agent on the run's fixed
+    /// evaluation seed, if one ran this iteration (the pool: of the promoted
+    /// agent, after and apart from the selection).
     pub eval: Option<EvalReport>,
+    /// Pool only: the winner's selection evaluation, the best of the
+    /// candidates' scores and so biased upward as an estimate of its
+    /// quality; [`IterationRecord::eval`] is the unbiased one.
+    pub selection: Option<EvalReport>,
     /// Pool only: the rank whose candidate was promoted.
     pub winner: Option<usize>,
     /// Pool only: every worker's evaluation mean return, by rank.
@@ -433,6 +438,7 @@ impl IterationRecord {
             train_return_mean: None,
             train_success_rate: None,
             eval: None,
+            selection: None,
             winner: None,
             worker_eval_means: Vec::new(),
             scalars: Vec::new(),
@@ -732,7 +738,10 @@ mod tests {
         let config = PoolConfig::default()
             .iterations(8)
             .episodes_per_iteration(4)
-            .eval_episodes(3);
+            .selection_episodes(3)
+            .eval_interval(4)
+            .eval_episodes(2)
+            .seed(SEED);
         run_with(
             comm,
             &mut Pool::new(config),
@@ -873,10 +882,55 @@ mod tests {
                 .cloned()
                 .fold(f64::NEG_INFINITY, f64::max);
             assert_eq!(record.worker_eval_means[winner], best);
-            assert_eq!(record.eval.as_ref().unwrap().return_mean, best);
-            assert_eq!(record.eval_env_steps, record.iteration * 3 * 3 * 5);
+            assert_eq!(record.selection.as_ref().unwrap().return_mean, best);
+            // Selection: 3 candidates × 3 episodes × 5 steps an iteration;
+            // the unbiased evaluation: 2 episodes × 5 steps at 4 and 8.
+            let evaluations = record.iteration / 4;
+            assert_eq!(record.eval.is_some(), record.iteration % 4 == 0);
+            assert_eq!(
+                record.eval_env_steps,
+                record.iteration * 3 * 3 * 5 + evaluations * 2 * 5
+            );
             assert_eq!(record.episodes, record.iteration * 3 * 4);
             assert_eq!(record.env_steps, record.episodes * 5);
+        }
+    }
+
+    #[test]
+    fn pool_evaluates_the_promoted_agent_as_a_single_learner_would() {
+        let outcomes = run_threads(3, |comm: &dyn Communicator| {
+            let config = PoolConfig::default()
+                .iterations(8)
+                .episodes_per_iteration(4)
+                .selection_episodes(3)
+                .eval_interval(4)
+                .eval_episodes(2)
+                .seed(SEED);
+            let mut learner = Quadratic::new(SEED, comm.rank());
+            let mut promoted = Vec::new();
+            Pool::new(config).run(
+                comm,
+                &mut learner,
+                &mut |record: &IterationRecord, l: &Quadratic| {
+                    if let Some(eval) = &record.eval {
+                        promoted.push((eval.clone(), l.save_state()));
+                    }
+                    Ok(Control::Continue)
+                },
+            )?;
+            Ok(promoted)
+        })
+        .unwrap();
+        let promoted = &outcomes[0];
+        assert_eq!(promoted.len(), 2, "evaluations at iterations 4 and 8");
+        for (eval, state) in promoted {
+            // A learner outside the pool, loaded with the promoted agent and
+            // evaluated on the run's seed, as a single learner's run does.
+            let mut alone = Quadratic::new(SEED, 0);
+            alone.load_state(state).unwrap();
+            let expected = alone.evaluate(2, SEED).unwrap();
+            assert_eq!(eval.return_mean.to_bits(), expected.return_mean.to_bits());
+            assert_eq!(eval.episodes, 2);
         }
     }
 
@@ -1039,7 +1093,7 @@ mod tests {
         let config = PoolConfig::default()
             .iterations(6)
             .episodes_per_iteration(3)
-            .eval_episodes(2);
+            .selection_episodes(2);
         let uninterrupted = run_threads(2, |comm: &dyn Communicator| {
             let mut learner = Quadratic::new(SEED, comm.rank());
             let mut checkpoint = None;

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Learner, Result, derive_seed};
 
 use super::{
-    Context, Counters, IterationRecord, Strategy, WorkerStats, record_from_stats, require,
+    Context, Counters, IterationRecord, Strategy, WorkerStats, check_eval, record_from_stats,
+    require,
 };
 
 /// The pool's [`Strategy::name`].
@@ -16,7 +17,7 @@ const NAME: &str = "pool";
 ///
 /// ```
 /// use shoal_parallel::PoolConfig;
-/// let config = PoolConfig::default().iterations(500).eval_episodes(3);
+/// let config = PoolConfig::default().iterations(500).selection_episodes(3);
 /// assert_eq!(config.episodes_per_iteration, 10);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -27,11 +28,19 @@ pub struct PoolConfig {
     pub iterations: u64,
     /// Training episodes each worker runs per iteration. Default: 10.
     pub episodes_per_iteration: usize,
-    /// Frozen-policy evaluation episodes per candidate per iteration. Default: 5.
+    /// Frozen-policy episodes per candidate per iteration, on which the
+    /// winner is selected. Default: 5.
+    pub selection_episodes: usize,
+    /// Rank 0 evaluates the promoted agent every this many iterations (and
+    /// after the last) on the fixed seed [`PoolConfig::seed`], apart from
+    /// the selection; 0 never. Default: 10.
+    pub eval_interval: u64,
+    /// Episodes of that evaluation. Default: 5.
     pub eval_episodes: usize,
-    /// Seed of the evaluation environments: iteration `i` evaluates every
-    /// candidate with seed `derive_seed(seed, i)`, so all candidates face the
-    /// same starting states. Default: 0.
+    /// The evaluation seed, the same for every evaluation, as a single
+    /// learner's run uses it. Iteration `i` selects on the seed
+    /// `derive_seed(seed ^ SELECTION_STREAM, i)`, which all candidates share
+    /// (the same starting states) and the evaluation never sees. Default: 0.
     pub seed: u64,
     /// Every this many iterations (and after the last) each worker's replay
     /// memory is gathered into [`IterationRecord::memories`] for a
@@ -39,11 +48,16 @@ pub struct PoolConfig {
     pub memory_interval: u64,
 }
 
+/// Keeps the selection seeds apart from the evaluation seed.
+const SELECTION_STREAM: u64 = 0x5e1e_c710_0000_0000;
+
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
             iterations: 100,
             episodes_per_iteration: 10,
+            selection_episodes: 5,
+            eval_interval: 10,
             eval_episodes: 5,
             seed: 0,
             memory_interval: 0,
@@ -66,7 +80,21 @@ impl PoolConfig {
         self
     }
 
-    /// Sets the evaluation episodes per candidate.
+    /// Sets the selection episodes per candidate.
+    #[must_use]
+    pub fn selection_episodes(mut self, episodes: usize) -> Self {
+        self.selection_episodes = episodes;
+        self
+    }
+
+    /// Sets how often rank 0 evaluates the promoted agent (0: never).
+    #[must_use]
+    pub fn eval_interval(mut self, interval: u64) -> Self {
+        self.eval_interval = interval;
+        self
+    }
+
+    /// Sets the episodes of that evaluation.
     #[must_use]
     pub fn eval_episodes(mut self, episodes: usize) -> Self {
         self.eval_episodes = episodes;
@@ -91,9 +119,10 @@ impl PoolConfig {
         require(self.episodes_per_iteration > 0, || {
             "pool: episodes_per_iteration must be at least 1".into()
         })?;
-        require(self.eval_episodes > 0, || {
-            "pool: eval_episodes must be at least 1".into()
-        })
+        require(self.selection_episodes > 0, || {
+            "pool: selection_episodes must be at least 1".into()
+        })?;
+        check_eval(NAME, self.eval_interval, self.eval_episodes)
     }
 }
 
@@ -104,9 +133,14 @@ impl PoolConfig {
 ///    learner, or the resumed state), loaded with [`Learner::load_state`];
 /// 2. it trains for `episodes_per_iteration` episodes ([`Learner::learn`]);
 /// 3. every candidate is evaluated with the policy frozen
-///    ([`Learner::evaluate`]) on the same evaluation seed;
+///    ([`Learner::evaluate`]) on the same selection seed;
 /// 4. the candidate with the best mean return is promoted (ties go to the
-///    lowest rank; a NaN mean never wins) and every worker loads it.
+///    lowest rank; a NaN mean never wins) and every worker loads it;
+/// 5. every `eval_interval` iterations rank 0 evaluates the promoted agent
+///    again, on the run's fixed evaluation seed: the best of several noisy
+///    scores overstates the winner, so the selection score is recorded
+///    apart ([`IterationRecord::selection`]) and the curve that compares
+///    with a single learner's is this evaluation's.
 ///
 /// Workers differ only through their learners: their own random streams and
 /// any hyperparameters the learner factory sets from the rank. By convention
@@ -114,8 +148,9 @@ impl PoolConfig {
 /// are too large. Hyperparameters are not part of the state, so they survive
 /// the promotion.
 ///
-/// The [`IterationRecord`] carries the winner, every worker's evaluation mean
-/// and the winner's evaluation; when `on_iteration` runs, rank 0's learner
+/// The [`IterationRecord`] carries the winner, every worker's selection
+/// mean, the winner's selection evaluation and, on evaluation iterations,
+/// the unbiased evaluation; when `on_iteration` runs, rank 0's learner
 /// already holds the winner, so it can be checkpointed.
 ///
 /// ```
@@ -192,15 +227,16 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
 
     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
         let config = &self.config;
-        let eval_seed = derive_seed(config.seed, ctx.iteration());
+        let selection_seed = derive_seed(config.seed ^ SELECTION_STREAM, ctx.iteration());
         let outcome = learner
             .learn(config.episodes_per_iteration)
             .and_then(|report| {
                 let mut stats = WorkerStats::from_report(&report);
-                stats.eval = Some(learner.evaluate(config.eval_episodes, eval_seed)?);
+                stats.eval = Some(learner.evaluate(config.selection_episodes, selection_seed)?);
                 Ok(stats)
             });
-        let record = ctx.share_record(outcome, |stats| Ok(promote(NAME, ctx.counters(), stats)))?;
+        let mut record =
+            ctx.share_record(outcome, |stats| Ok(promote(NAME, ctx.counters(), stats)))?;
         let comm = ctx.comm();
         let winner = record.winner.expect("the pool always names a winner");
         let mut state = if comm.rank() == winner {
@@ -210,6 +246,13 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
         };
         comm.broadcast_bytes(&mut state, winner)?;
         learner.load_state(&state)?;
+        if ctx.is_due(config.eval_interval) {
+            let evaluated = comm.is_root().then(|| {
+                ctx.evaluate_into(learner, config.eval_episodes, config.seed, &mut record)?;
+                Ok(record)
+            });
+            record = ctx.share(evaluated)?;
+        }
         Ok(record)
     }
 }
@@ -230,7 +273,7 @@ fn promote(strategy: &str, mut counters: Counters, stats: &[WorkerStats]) -> Ite
     }
     let mut record = record_from_stats(strategy, &mut counters, stats);
     record.winner = Some(winner);
-    record.eval = stats[winner].eval.clone();
+    record.selection = stats[winner].eval.clone();
     record.scalars = stats[winner].scalars.clone();
     record.worker_eval_means = means;
     record
@@ -290,12 +333,18 @@ mod tests {
             "pool: episodes_per_iteration must be at least 1"
         );
         assert_eq!(
+            config_error(PoolConfig::default().selection_episodes(0)),
+            "pool: selection_episodes must be at least 1"
+        );
+        assert_eq!(
             config_error(PoolConfig::default().eval_episodes(0)),
-            "pool: eval_episodes must be at least 1"
+            "pool: eval_episodes must be at least 1 when eval_interval is set"
         );
         PoolConfig::default()
             .episodes_per_iteration(1)
-            .eval_episodes(1)
+            .selection_episodes(1)
+            .eval_interval(0)
+            .eval_episodes(0)
             .validate()
             .expect("one episode of each is enough");
     }
