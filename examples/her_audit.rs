@@ -4,7 +4,7 @@
 //! cargo run --release --example her_audit -- runs/ball [window]
 //! ```
 //!
-//! Reads the replay buffer of the run's latest checkpoint (one worker: every
+//! Reads the learner and replay buffer of the run's latest checkpoint (one worker: every
 //! episode of the run while the buffer has not wrapped, oldest first) and
 //! relabels each episode's transitions with the run's own HER settings
 //! (`shoal_algo::sample_episode`, `samples` per transition). The `her/…`
@@ -23,15 +23,20 @@
 //! object radius + 1 cm, vertical overlap) at `t` or `t + 1`, or sped up
 //! horizontally (a damped object on a flat table only slows down by itself).
 //! Prints one Markdown row per window.
+//!
+//! Then it asks the checkpoint's critic how much the action matters: for
+//! the newest window's relabelled transitions of moved objects, the
+//! standard deviation of `Q(o, g, a)` over random actions `a`, before and
+//! after the last push.
 
 use std::path::Path;
 
+use rand::RngExt;
 use shoal::algo::{
-    Episode, EpisodeDims, GoalOrigin, GoalReward, HerConfig, ReplayBuffer, TransitionBatch,
-    sample_episode,
+    Ddpg, Episode, GoalOrigin, GoalReward, HerConfig, TransitionBatch, sample_episode,
 };
 use shoal::config::{AlgoConfig, EnvConfig, RunConfig};
-use shoal::core::{Env, Error, GoalEnv, Result, rng_from_seed};
+use shoal::core::{Error, GoalEnv, Learner, Result, rng_from_seed};
 use shoal::env::arm::GripperShape;
 use shoal::env::arm::index::{GRIPPER_POS, OBJECT_POS};
 use shoal::eval::{CheckpointSelector, RunDir, load_checkpoint};
@@ -78,6 +83,11 @@ fn last_push(episode: &Episode, reach: Reach) -> Option<usize> {
         previous = moved;
     }
     last
+}
+
+/// Whether step `t` comes after the last push (or the object was never pushed).
+fn after_push(last_push: Option<usize>, t: usize) -> bool {
+    last_push.is_none_or(|p| t > p)
 }
 
 /// Sampled transitions of one window, by category.
@@ -153,13 +163,13 @@ impl Tally {
                 }
             };
             self.missed += usize::from(missed);
-            if push.is_some_and(|p| batch.steps[i] <= p) {
-                self.pushing += 1;
-                self.pushing_success += usize::from(success);
-            } else {
+            if after_push(push, batch.steps[i]) {
                 self.rolling += 1;
                 self.rolling_success += usize::from(success);
                 self.missed_rolling += usize::from(missed);
+            } else {
+                self.pushing += 1;
+                self.pushing_success += usize::from(success);
             }
         }
     }
@@ -219,6 +229,39 @@ fn reach_of(env: &EnvConfig) -> Result<Reach> {
     })
 }
 
+/// Random actions per state for the critic's spread over actions.
+const ACTIONS: usize = 16;
+
+/// Mean over `states` (observation part, goal) of the standard deviation
+/// of the critic's Q over `ACTIONS` uniformly random actions, and the mean Q.
+fn action_spread(
+    learner: &Ddpg<Box<dyn GoalEnv>>,
+    states: &[(Vec<f32>, Vec<f32>)],
+    act: usize,
+    seed: u64,
+) -> Result<(f64, f64)> {
+    let mut rng = rng_from_seed(seed);
+    let (mut spread, mut mean) = (0.0, 0.0);
+    for chunk in states.chunks(256) {
+        let (mut obs, mut goals, mut actions) = (Vec::new(), Vec::new(), Vec::new());
+        for (o, g) in chunk {
+            for _ in 0..ACTIONS {
+                obs.extend(o);
+                goals.extend(g);
+                actions.extend((0..act).map(|_| rng.random_range(-1.0f32..=1.0)));
+            }
+        }
+        for q in learner.q_values(&obs, &goals, &actions)?.chunks(ACTIONS) {
+            let m = q.iter().map(|&x| x as f64).sum::<f64>() / ACTIONS as f64;
+            let var = q.iter().map(|&x| (x as f64 - m).powi(2)).sum::<f64>() / ACTIONS as f64;
+            spread += var.sqrt();
+            mean += m;
+        }
+    }
+    let n = states.len().max(1) as f64;
+    Ok((spread / n, mean / n))
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let run = args
@@ -239,16 +282,12 @@ fn main() -> Result<()> {
     };
     let her = ddpg.her();
     let reach = reach_of(&cfg.env)?;
-    let env = shoal::train::make_goal_env(&cfg.env)?;
-    let goal = env.goal_dim();
-    let dims = EpisodeDims {
-        obs: env.observation_space().dim() - 2 * goal,
-        goal,
-        act: env.action_space().dim(),
-    };
+    let make = || shoal::train::make_goal_env(&cfg.env);
+    let mut learner = Ddpg::new(ddpg.clone(), make()?, make()?, cfg.seed)?;
     let ckpt = load_checkpoint(dir.path(), &CheckpointSelector::Latest, None)?;
-    let mut buffer = ReplayBuffer::new(dims, usize::MAX)?;
-    buffer.load_bytes(ckpt.blob("memory")?)?;
+    learner.load_state(ckpt.blob("learner")?)?;
+    learner.load_memory(ckpt.blob("memory")?)?;
+    let (buffer, env) = (learner.buffer(), make()?);
     println!("{HEADER}");
     for start in (0..buffer.episodes()).step_by(window) {
         let mut tally = Tally::default();
@@ -263,12 +302,64 @@ fn main() -> Result<()> {
         }
         println!("{}", tally.row(start + 1));
     }
+
+    // The critic of this checkpoint on the newest window's relabelled
+    // transitions, one per stored transition.
+    let first = buffer.episodes().saturating_sub(window);
+    let (mut pushing, mut rolling) = (Vec::new(), Vec::new());
+    let d = buffer.dims();
+    for index in first..buffer.episodes() {
+        let episode = buffer.episode(index);
+        let push = last_push(episode, reach);
+        let mut batch = TransitionBatch::default();
+        let mut rng = rng_from_seed(index as u64);
+        sample_episode(
+            episode,
+            &her,
+            episode.len(),
+            env.as_ref(),
+            &mut rng,
+            &mut batch,
+        );
+        for i in 0..batch.len() {
+            if !matches!(
+                batch.origins[i],
+                GoalOrigin::Informative { .. } | GoalOrigin::PostSettle { .. }
+            ) {
+                continue;
+            }
+            let state = (
+                batch.obs[i * d.obs..(i + 1) * d.obs].to_vec(),
+                batch.goals[i * d.goal..(i + 1) * d.goal].to_vec(),
+            );
+            if after_push(push, batch.steps[i]) {
+                rolling.push(state);
+            } else {
+                pushing.push(state);
+            }
+        }
+    }
+    println!(
+        "\ncritic after {} episodes, relabelled transitions of episodes {}–{} (moved object): \
+         std of Q over {ACTIONS} random actions (mean Q)",
+        learner.episodes(),
+        first + 1,
+        buffer.episodes()
+    );
+    for (name, states) in [("pushing", &pushing), ("rolling", &rolling)] {
+        let (spread, mean) = action_spread(&learner, states, d.act, 7)?;
+        println!(
+            "{name}: {} transitions, {spread:.3} ({mean:.2})",
+            states.len()
+        );
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal::algo::EpisodeDims;
     use shoal::env::arm::FLAT_OBS_DIM;
 
     const REACH: Reach = Reach {

@@ -467,6 +467,34 @@ impl<E: GoalEnv> Ddpg<E> {
         &self.networks
     }
 
+    /// The critic's `Q(o, g, a)` for `n` rows of observation parts `obs`
+    /// (`[n, obs]`), goals (`[n, goal]`) and actions in the actor's `[-1, 1]`
+    /// scale (`[n, act]`), normalised as in training: for analysis, e.g. how
+    /// much the action matters in a state. A shape error when the lengths
+    /// disagree with the task's widths or with each other.
+    pub fn q_values(&self, obs: &[f32], goals: &[f32], actions: &[f32]) -> Result<Vec<f32>> {
+        let d = self.dims;
+        let n = obs.len() / d.obs;
+        if obs.len() != n * d.obs || goals.len() != n * d.goal || actions.len() != n * d.act {
+            return Err(Error::Shape(format!(
+                "q_values needs rows of {} observation, {} goal and {} action values, got {}, {} \
+                 and {}",
+                d.obs,
+                d.goal,
+                d.act,
+                obs.len(),
+                goals.len(),
+                actions.len()
+            )));
+        }
+        let clip = self.config.clip_obs as f32;
+        let mut inputs = Vec::with_capacity(n * (d.obs + d.goal));
+        for (o, g) in obs.chunks_exact(d.obs).zip(goals.chunks_exact(d.goal)) {
+            push_input(&self.obs_norm, &self.goal_norm, clip, o, g, &mut inputs)?;
+        }
+        Ok(self.networks.q_values(&inputs, actions))
+    }
+
     /// The current policy, frozen for evaluation.
     pub fn frozen_policy(&self) -> DdpgPolicy {
         DdpgPolicy {
@@ -1005,6 +1033,51 @@ mod tests {
         assert!((parts.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{parts:?}");
         let relabelled = scalar("charts/relabelled_fraction").unwrap();
         assert!((1.0 - share("original") - relabelled).abs() < 1e-9);
+    }
+
+    #[test]
+    fn q_values_normalise_raw_rows_like_training() {
+        let mut learner = Ddpg::new(small(), point_goal(10), point_goal(10), 3).unwrap();
+        learner.learn(20).unwrap();
+        let d = learner.dims;
+        // Two rows: a stored observation, and one with a value far beyond
+        // clip_obs (200) and one far beyond the normaliser's clip (5 std).
+        let episode = learner.buffer().episode(0);
+        let mut obs = episode.obs(3).to_vec();
+        let mut wild = obs.clone();
+        wild[0] = 1e6;
+        obs.extend(&wild);
+        let goals = [episode.desired(0), episode.desired(0)].concat();
+        let actions: Vec<f32> = (0..2 * d.act).map(|i| 0.5 - 0.3 * i as f32).collect();
+
+        // By hand: clamp raw values to ±200, subtract the mean, divide by the
+        // std, clamp to ±5; observation part, then goal, per row.
+        let by_hand =
+            |x: f32, mean: f32, std: f32| ((x.clamp(-200.0, 200.0) - mean) / std).clamp(-5.0, 5.0);
+        let (om, os) = (learner.obs_norm.mean(), learner.obs_norm.std());
+        let (gm, gs) = (learner.goal_norm.mean(), learner.goal_norm.std());
+        let mut inputs = Vec::new();
+        for row in 0..2 {
+            let o = &obs[row * d.obs..(row + 1) * d.obs];
+            inputs.extend((0..d.obs).map(|i| by_hand(o[i], om[i], os[i])));
+            let g = &goals[row * d.goal..(row + 1) * d.goal];
+            inputs.extend((0..d.goal).map(|i| by_hand(g[i], gm[i], gs[i])));
+        }
+        assert_eq!(
+            inputs[0..d.obs + d.goal]
+                .iter()
+                .filter(|x| x.abs() == 5.0)
+                .count(),
+            0
+        );
+        assert_eq!(inputs[d.obs + d.goal], 5.0);
+
+        let q = learner.q_values(&obs, &goals, &actions).unwrap();
+        assert_eq!(q, learner.networks().q_values(&inputs, &actions));
+        assert_eq!(q.len(), 2);
+        assert!(q[0] != q[1]);
+        let err = learner.q_values(&obs, &goals, &actions[1..]).unwrap_err();
+        assert!(err.to_string().contains("q_values needs rows"), "{err}");
     }
 
     #[test]
