@@ -77,6 +77,16 @@ pub struct TrainConfig {
     pub final_eval_episodes: usize,
     /// Write a checkpoint every this many episodes. Default 1 000.
     pub checkpoint_every: u64,
+    /// The evaluation return that counts as reaching the target, for
+    /// `summary.json`'s `*_to_target` numbers. Default (absent): the worm's
+    /// best travelling-wave return; no return target for other tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_return: Option<f64>,
+    /// The evaluation success rate that counts as reaching the target, for
+    /// goal tasks. Default (absent): 0.9 on goal tasks. Takes precedence
+    /// over `target_return`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_success: Option<f64>,
 }
 
 impl Default for TrainConfig {
@@ -87,6 +97,8 @@ impl Default for TrainConfig {
             eval_episodes: 5,
             final_eval_episodes: 20,
             checkpoint_every: 1_000,
+            target_return: None,
+            target_success: None,
         }
     }
 }
@@ -389,6 +401,7 @@ fn toy_reinforce() -> RunConfig {
             eval_episodes: 10,
             final_eval_episodes: 20,
             checkpoint_every: 200,
+            ..TrainConfig::default()
         },
         parallel: ParallelConfig::default(),
     }
@@ -410,6 +423,7 @@ fn goal_preset(env: EnvConfig) -> RunConfig {
             eval_episodes: 20,
             final_eval_episodes: 100,
             checkpoint_every: 1_000,
+            ..TrainConfig::default()
         },
         parallel: ParallelConfig {
             strategy: StrategyKind::None,
@@ -427,6 +441,7 @@ fn toy_goal_train() -> TrainConfig {
         eval_episodes: 10,
         final_eval_episodes: 20,
         checkpoint_every: 50,
+        ..TrainConfig::default()
     }
 }
 

@@ -19,7 +19,8 @@ use shoal_core::{
 };
 use shoal_eval::{
     CONFIG_FILE, Checkpoint, CheckpointSelector, CheckpointWriter, LOCK_FILE, MetricsLog, Progress,
-    Record, RecordKind, RunDir, Summary, list_checkpoints, load_checkpoint, truncate_metrics,
+    Record, RecordKind, RunDir, Summary, Target, list_checkpoints, load_checkpoint, read_metrics,
+    truncate_metrics,
 };
 use shoal_parallel::{
     AveragingConfig, Backend, Communicator, Control, Counters, GatherConfig, GradientAveraging,
@@ -392,6 +393,18 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
             ));
         }
     }
+    if let Some(rate) = train.target_success
+        && !(0.0..=1.0).contains(&rate)
+    {
+        return bad(format!(
+            "train.target_success must be a success rate in [0, 1], got {rate}"
+        ));
+    }
+    if let Some(value) = train.target_return
+        && !value.is_finite()
+    {
+        return bad(format!("train.target_return must be finite, got {value}"));
+    }
     if let AlgoConfig::Ddpg(ddpg) = &cfg.algo
         && cfg.parallel.strategy == StrategyKind::Averaging
         && ddpg.train_every == shoal_algo::TrainEvery::Step
@@ -611,7 +624,8 @@ impl Recorder {
             self.wall(),
         )
         .scalar("eval/return_mean", eval.return_mean)
-        .scalar("eval/return_std", eval.return_std);
+        .scalar("eval/return_std", eval.return_std)
+        .field("eval_env_steps", counters.eval_env_steps);
         if let Some(rate) = eval.success_rate {
             record = record.scalar("eval/success_rate", rate);
         }
@@ -777,6 +791,7 @@ pub fn train_single(
         let done = counters.episodes == cfg.train.episodes;
         if counters.episodes % cfg.train.eval_every == 0 || done {
             let eval = learner.evaluate(cfg.train.eval_episodes, eval_seed(cfg))?;
+            counters.eval_env_steps += shoal_parallel::eval_steps(&eval);
             recorder.eval(counters, &eval)?;
         }
         if counters.episodes % cfg.train.checkpoint_every == 0 || done {
@@ -960,9 +975,42 @@ pub fn finish_run<L: Learner + ?Sized>(
             );
         }
     }
+    if let Some(target) = run_target(cfg, &summary) {
+        let reached = target.first_reached(&read_metrics(run.path())?);
+        summary = summary.target(&target, reached, cfg.parallel.workers as u64);
+    }
     summary.write(run.path())?;
     Ok(summary)
 }
+
+/// The run's target: `train.target_success` (default 0.9 on goal tasks),
+/// else `train.target_return` (default the worm's gait return, already in
+/// `summary`); `None` where neither applies.
+fn run_target(cfg: &RunConfig, summary: &Summary) -> Option<Target> {
+    let goal_task = matches!(
+        cfg.env,
+        EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_) | EnvConfig::PointGoal(_)
+    );
+    let success = cfg
+        .train
+        .target_success
+        .or(goal_task.then_some(DEFAULT_TARGET_SUCCESS));
+    if let Some(value) = success {
+        return Some(Target {
+            metric: "eval/success_rate".into(),
+            value,
+        });
+    }
+    let gait = summary.extra.get("gait_return").and_then(|v| v.as_f64());
+    cfg.train.target_return.or(gait).map(|value| Target {
+        metric: "eval/return_mean".into(),
+        value,
+    })
+}
+
+/// The success rate goal tasks are trained to by default (OpenAI
+/// baselines' HER plots read "solved" there).
+const DEFAULT_TARGET_SUCCESS: f64 = 0.9;
 
 /// The smallest multiple of `every` strictly greater than `n`.
 fn next_multiple(n: u64, every: u64) -> u64 {
@@ -1101,5 +1149,76 @@ mod tests {
             "invalid configuration: parallel.worker_overrides applies to the pool; strategy \
              `averaging` trains workers that must share one setting"
         );
+    }
+
+    /// The `eval` records of a run, read by hand.
+    fn evals(run: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(run.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|r| r["kind"] == "eval")
+            .collect()
+    }
+
+    #[test]
+    fn summary_says_where_the_run_first_reached_its_target() {
+        let dir = std::env::temp_dir().join(format!("shoal-target-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let train = |name: &str, extra: &[&str]| {
+            let mut overrides: Vec<String> = ["train.episodes=400", "train.eval_every=40"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            overrides.extend(extra.iter().map(|s| s.to_string()));
+            let plan = Plan {
+                cfg: RunConfig::resolve("toy-reinforce", &overrides).unwrap(),
+                out: Some(dir.join(name)),
+                resume: None,
+                checkpoint: None,
+                quiet: true,
+            };
+            let (path, summary) = run(&plan).unwrap().unwrap();
+            (path, serde_json::to_value(&summary).unwrap())
+        };
+        // No target on the toy by default.
+        let (free, summary) = train("free", &[]);
+        assert!(summary.get("target_value").is_none(), "{summary}");
+        let scores: Vec<f64> = evals(&free)
+            .iter()
+            .map(|r| r["eval/return_mean"].as_f64().unwrap())
+            .collect();
+        // A target first met by a later evaluation than the first: the
+        // third-best score, so at least two evaluations reach it.
+        let mut sorted = scores.clone();
+        sorted.sort_by(f64::total_cmp);
+        let target = sorted[sorted.len() - 3];
+        let (run_dir, summary) = train("target", &[&format!("train.target_return={target}")]);
+        let records = evals(&run_dir);
+        let first = records
+            .iter()
+            .find(|r| r["eval/return_mean"].as_f64().unwrap() >= target)
+            .unwrap();
+        assert_eq!(summary["target_metric"], "eval/return_mean");
+        assert_eq!(summary["target_value"], target);
+        assert_eq!(summary["episodes_to_target"], first["episode"]);
+        assert_eq!(summary["per_worker_episodes_to_target"], first["episode"]);
+        assert_eq!(summary["wall_s_to_target"], first["wall_s"]);
+        // Evaluation steps count: every evaluation before and at the target.
+        let eval_steps = first["eval_env_steps"].as_u64().unwrap();
+        let evaluations = records.iter().take_while(|r| *r != first).count() as u64 + 1;
+        assert!(
+            eval_steps >= evaluations * 10,
+            "10 episodes of 1+ steps each"
+        );
+        assert_eq!(
+            summary["env_steps_to_target"].as_u64().unwrap(),
+            first["env_steps"].as_u64().unwrap() + eval_steps
+        );
+        // Out of reach: the numbers are null, the target is still recorded.
+        let (_, summary) = train("never", &["train.target_return=1e9"]);
+        assert!(summary["episodes_to_target"].is_null());
+        assert!(summary["wall_s_to_target"].is_null());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -78,6 +78,85 @@ impl Summary {
     }
 }
 
+/// What a run counts as reaching its target: an evaluation record whose
+/// `metric` (`eval/return_mean`, `eval/success_rate`) is at least `value`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    /// The key of the evaluation record's score.
+    pub metric: String,
+    /// The score to reach.
+    pub value: f64,
+}
+
+/// Where a run's evaluations first reached its [`Target`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetReached {
+    /// Training episodes before that evaluation, all workers.
+    pub episodes: u64,
+    /// Environment steps before it, training and evaluation (and a pool's
+    /// selection) together, all workers.
+    pub env_steps: u64,
+    /// Wall-clock seconds of the run at that evaluation.
+    pub wall_s: f64,
+}
+
+impl Target {
+    /// The first `eval` record of `records` (as [`crate::read_metrics`]
+    /// returns them, in order) that reaches the target; `None` if none does.
+    /// A record's `eval_env_steps` (absent: 0) counts toward its env steps.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use shoal_eval::Target;
+    /// let records = vec![
+    ///     json!({"kind": "eval", "episode": 100, "env_steps": 5000, "wall_s": 2.0, "eval/success_rate": 0.5}),
+    ///     json!({"kind": "eval", "episode": 200, "env_steps": 9000, "wall_s": 4.5,
+    ///            "eval_env_steps": 600, "eval/success_rate": 0.95}),
+    /// ];
+    /// let target = Target { metric: "eval/success_rate".into(), value: 0.9 };
+    /// let reached = target.first_reached(&records).unwrap();
+    /// assert_eq!((reached.episodes, reached.env_steps, reached.wall_s), (200, 9600, 4.5));
+    /// ```
+    pub fn first_reached(&self, records: &[Value]) -> Option<TargetReached> {
+        records
+            .iter()
+            .filter(|r| r["kind"] == "eval")
+            .find(|r| {
+                r[self.metric.as_str()]
+                    .as_f64()
+                    .is_some_and(|v| v >= self.value)
+            })
+            .map(|r| TargetReached {
+                episodes: r["episode"].as_u64().unwrap_or(0),
+                env_steps: r["env_steps"].as_u64().unwrap_or(0)
+                    + r["eval_env_steps"].as_u64().unwrap_or(0),
+                wall_s: r["wall_s"].as_f64().unwrap_or(f64::NAN),
+            })
+    }
+}
+
+impl Summary {
+    /// Records `target` and where it was first reached (`null`s if never):
+    /// `target_metric`, `target_value`, `episodes_to_target`,
+    /// `env_steps_to_target`, `wall_s_to_target`, and
+    /// `per_worker_episodes_to_target` — the episodes over `workers`,
+    /// which for a pool are the episodes of the promoted lineage and do
+    /// not depend on the hardware.
+    #[must_use]
+    pub fn target(self, target: &Target, reached: Option<TargetReached>, workers: u64) -> Self {
+        let workers = workers.max(1);
+        self.extra("target_metric", target.metric.as_str())
+            .extra("target_value", target.value)
+            .extra("episodes_to_target", reached.map(|r| r.episodes))
+            .extra("env_steps_to_target", reached.map(|r| r.env_steps))
+            .extra("wall_s_to_target", reached.map(|r| r.wall_s))
+            .extra(
+                "per_worker_episodes_to_target",
+                reached.map(|r| r.episodes.div_ceil(workers)),
+            )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +196,51 @@ mod tests {
         let err = Summary::read(dir.path()).unwrap_err();
         assert!(matches!(err, Error::File { .. }), "{err}");
         assert!(err.to_string().contains("summary.json"), "{err}");
+    }
+
+    #[test]
+    fn the_first_evaluation_at_or_above_the_target_counts() {
+        let records: Vec<Value> = [
+            r#"{"kind":"episode","episode":1,"env_steps":50,"wall_s":0.1,"charts/episodic_return":900.0}"#,
+            r#"{"kind":"eval","episode":10,"env_steps":500,"wall_s":1.0,"eval/return_mean":700.0}"#,
+            r#"{"kind":"iteration","episode":20,"env_steps":1000,"wall_s":2.0,"eval/return_mean":999.0}"#,
+            r#"{"kind":"eval","episode":20,"env_steps":1000,"wall_s":2.5,"eval_env_steps":150,"eval/return_mean":776.0}"#,
+            r#"{"kind":"eval","episode":30,"env_steps":1500,"wall_s":3.0,"eval/return_mean":800.0}"#,
+        ]
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+        let target = |value| Target {
+            metric: "eval/return_mean".into(),
+            value,
+        };
+        // Exactly the target counts; training and other kinds never do.
+        assert_eq!(
+            target(776.0).first_reached(&records),
+            Some(TargetReached {
+                episodes: 20,
+                env_steps: 1150,
+                wall_s: 2.5
+            })
+        );
+        assert_eq!(target(800.0).first_reached(&records).unwrap().episodes, 30);
+        assert_eq!(target(800.5).first_reached(&records), None);
+        let missing = Target {
+            metric: "eval/success_rate".into(),
+            value: 0.0,
+        };
+        assert_eq!(missing.first_reached(&records), None);
+
+        let json = serde_json::to_value(Summary::default().target(
+            &target(776.0),
+            target(776.0).first_reached(&records),
+            3,
+        ))
+        .unwrap();
+        assert_eq!(json["per_worker_episodes_to_target"], 7);
+        assert_eq!(json["env_steps_to_target"], 1150);
+        let json = serde_json::to_value(Summary::default().target(&target(1e9), None, 1)).unwrap();
+        assert!(json["episodes_to_target"].is_null() && json["wall_s_to_target"].is_null());
+        assert_eq!(json["target_value"], 1e9);
     }
 }
