@@ -312,6 +312,26 @@ pub const PRESETS: &[Preset] = &[
         build: worm_pool,
     },
     Preset {
+        name: "worm5-reinforce",
+        about: "5-link swimming worm, REINFORCE + Beta policy, one learner",
+        build: || longer_worm(5, worm_reinforce()),
+    },
+    Preset {
+        name: "worm5-pool",
+        about: "5-link swimming worm, REINFORCE, branch-and-merge pool of 2 workers",
+        build: || longer_worm(5, worm_pool()),
+    },
+    Preset {
+        name: "worm7-reinforce",
+        about: "7-link swimming worm, REINFORCE + Beta policy, one learner",
+        build: || longer_worm(7, worm_reinforce()),
+    },
+    Preset {
+        name: "worm7-pool",
+        about: "7-link swimming worm, REINFORCE, branch-and-merge pool of 2 workers",
+        build: || longer_worm(7, worm_pool()),
+    },
+    Preset {
         name: "toy-reinforce",
         about: "point-reaching toy task, REINFORCE (seconds; for tests)",
         build: toy_reinforce,
@@ -381,6 +401,17 @@ fn worm_pool() -> RunConfig {
             ..ParallelConfig::default()
         },
         ..worm_reinforce()
+    }
+}
+
+/// `base` on a worm of `links` links (DeepMind Control's swimmers go to 6
+/// and 15): a longer worm learns for longer, where selection has more bad
+/// updates to weed out. Its gait reference in `summary.json` comes from the
+/// same search on the same worm.
+fn longer_worm(links: usize, base: RunConfig) -> RunConfig {
+    RunConfig {
+        env: EnvConfig::Worm(shoal_env::WormConfig::default().links(links)),
+        ..base
     }
 }
 
@@ -628,6 +659,25 @@ mod tests {
         assert_eq!(tree["env"]["control_dt"].to_string(), "0.04");
         let again: RunConfig = toml::Value::Table(tree).try_into().unwrap();
         assert_eq!(again, cfg);
+    }
+
+    #[test]
+    fn longer_worm_presets_differ_from_the_worm_presets_in_links_only() {
+        for (name, base, links) in [
+            ("worm5-reinforce", "worm-reinforce", 5),
+            ("worm5-pool", "worm-pool", 5),
+            ("worm7-reinforce", "worm-reinforce", 7),
+            ("worm7-pool", "worm-pool", 7),
+        ] {
+            let mut longer = preset(name).unwrap();
+            let EnvConfig::Worm(worm) = &mut longer.env else {
+                panic!("{name} trains the worm")
+            };
+            assert_eq!(worm.links, links, "{name}");
+            worm.links = 3;
+            longer.preset = base.into();
+            assert_eq!(longer, preset(base).unwrap(), "{name}");
+        }
     }
 
     #[test]

@@ -499,6 +499,10 @@ fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) {
 const TESTED_PRESETS: &[&str] = &[
     "worm-reinforce",
     "worm-pool",
+    "worm5-reinforce",
+    "worm5-pool",
+    "worm7-reinforce",
+    "worm7-pool",
     "toy-reinforce",
     "push-ddpg-her",
     "ball-ddpg-her",
@@ -536,6 +540,22 @@ fn preset_worm_pool_runs_end_to_end() {
     ]
     .concat();
     run_preset("worm-pool", 4, &pool, false);
+}
+
+#[test]
+fn preset_longer_worms_run_end_to_end() {
+    let pool = [
+        SHORT_WORM,
+        &[
+            "parallel.episodes_per_iteration=1",
+            "parallel.pool_eval_episodes=1",
+        ],
+    ]
+    .concat();
+    for links in [5, 7] {
+        run_preset(&format!("worm{links}-reinforce"), 2, SHORT_WORM, false);
+        run_preset(&format!("worm{links}-pool"), 4, &pool, false);
+    }
 }
 
 #[test]
