@@ -32,4 +32,5 @@ pub mod config;
 mod overrides;
 pub mod progress;
 pub mod render;
+pub mod sweep;
 pub mod train;

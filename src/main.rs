@@ -57,6 +57,9 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Train a grid of settings × seeds (resumable); prints medians and
+    /// ranges per setting.
+    Sweep(shoal::sweep::SweepArgs),
     /// Print the summaries of several runs side by side.
     Compare {
         /// Run directories.
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
             out,
         } => shoal::render::render(&run_dir, episodes, out.as_deref()),
         Command::Compare { run_dirs, markdown } => shoal::render::compare(&run_dirs, markdown),
+        Command::Sweep(args) => shoal::sweep::sweep(&args),
         Command::BenchEnv { env, steps } => bench::bench_env(&env, steps),
         Command::BenchParallel {
             backend,

@@ -449,7 +449,10 @@ fn open_run(plan: &Plan) -> Result<OpenRun> {
             let ckpt = load_checkpoint(run.path(), &which, None)?;
             check_resume_config(&ckpt, &plan.cfg)?;
             let done = ckpt.progress().episodes;
-            if done >= plan.cfg.train.episodes {
+            // A run stopped after its last checkpoint but before its summary
+            // (killed in the final evaluation) is finished, not refused.
+            let unfinished = !run.summary().is_file() && plan.checkpoint.is_none();
+            if done >= plan.cfg.train.episodes && !unfinished {
                 return Err(Error::Config(format!(
                     "{} already trained {done} episodes; to continue, raise train.episodes \
                      above {done}",

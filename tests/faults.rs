@@ -563,6 +563,25 @@ fn counts_are_bounded_and_zero_episodes_is_refused_by_every_strategy() {
         &out,
         "already trained 10 episodes; to continue, raise train.episodes",
     );
+    // Killed in its final evaluation: the last checkpoint is at the budget
+    // and there is no summary. Resuming finishes the run as it would have.
+    let summary_file = dir.join("ok").join("summary.json");
+    let without_times = |bytes: &[u8]| {
+        let mut summary: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        let map = summary.as_object_mut().unwrap();
+        map.retain(|key, _| !key.starts_with("wall_s"));
+        summary
+    };
+    let finished = without_times(&std::fs::read(&summary_file).unwrap());
+    std::fs::remove_file(&summary_file).unwrap();
+    succeeds(run_shoal(
+        &train_args("toy-reinforce", "--resume", "ok", 10, 10, &[]),
+        &dir,
+    ));
+    assert_eq!(
+        without_times(&std::fs::read(&summary_file).unwrap()),
+        finished
+    );
 }
 
 #[test]

@@ -157,6 +157,116 @@ pub fn compare_runs<P: AsRef<Path>>(run_dirs: &[P]) -> Result<ComparisonTable> {
     Ok(ComparisonTable { columns, rows })
 }
 
+/// Numbers a grouped comparison summarises per group, when any run has them.
+const GROUP_METRICS: [&str; 7] = [
+    "eval_return_mean",
+    "eval_success_rate",
+    "return_ratio_to_gait",
+    "episodes_to_target",
+    "per_worker_episodes_to_target",
+    "wall_s_to_target",
+    "wall_s",
+];
+
+/// One row per group of runs (e.g. the seeds of one setting of a sweep):
+/// `group`, `runs` (with a summary / given), `reached` (runs whose
+/// `episodes_to_target` is set, when any run has a target), then for every
+/// number of [`GROUP_METRICS`] that some run has, `median [min, max]` over
+/// the runs that have it. A run without `summary.json` yet counts as not
+/// finished rather than an error, so a half-done sweep can be compared.
+///
+/// ```
+/// use shoal_eval::{Summary, compare_groups};
+/// # fn main() -> shoal_core::Result<()> {
+/// let root = std::env::temp_dir().join(format!("shoal-doc-groups-{}", std::process::id()));
+/// for (seed, ret) in [(0, 90.0), (1, 100.0), (2, 130.0)] {
+///     std::fs::create_dir_all(root.join(format!("seed-{seed}"))).unwrap();
+///     Summary { episodes: 10, ..Default::default() }
+///         .eval(5, ret, None)
+///         .write(root.join(format!("seed-{seed}")))?;
+/// }
+/// let runs: Vec<_> = (0..4).map(|s| root.join(format!("seed-{s}"))).collect();
+/// let table = compare_groups(&[("lr=1e-3".to_string(), runs)])?;
+/// assert_eq!(table.rows[0][..2], ["lr=1e-3".to_string(), "3/4".to_string()]);
+/// assert_eq!(table.rows[0][2], "100.00 [90.00, 130.00]");
+/// # std::fs::remove_dir_all(&root).unwrap();
+/// # Ok(())
+/// # }
+/// ```
+pub fn compare_groups<P: AsRef<Path>>(groups: &[(String, Vec<P>)]) -> Result<ComparisonTable> {
+    let mut summaries = Vec::with_capacity(groups.len());
+    for (_, dirs) in groups {
+        let mut finished = Vec::new();
+        for dir in dirs {
+            if dir.as_ref().join(SUMMARY_FILE).is_file() {
+                finished.push(Summary::read(dir)?);
+            }
+        }
+        summaries.push(finished);
+    }
+    let value = |summary: &Summary, key: &str| -> Option<f64> {
+        match key {
+            "eval_return_mean" => summary.eval_return_mean,
+            "eval_success_rate" => summary.eval_success_rate,
+            "wall_s" => Some(summary.wall_s),
+            other => summary.extra.get(other).and_then(Value::as_f64),
+        }
+    };
+    let all = || summaries.iter().flatten();
+    let metrics: Vec<&str> = GROUP_METRICS
+        .into_iter()
+        .filter(|key| all().any(|s| value(s, key).is_some()))
+        .collect();
+    let targeted = all().any(|s| s.extra.contains_key("target_value"));
+    let mut columns = vec!["group".to_string(), "runs".to_string()];
+    if targeted {
+        columns.push("reached".into());
+    }
+    columns.extend(metrics.iter().map(|m| m.to_string()));
+    let rows = groups
+        .iter()
+        .zip(&summaries)
+        .map(|((name, dirs), finished)| {
+            let mut row = vec![name.clone(), format!("{}/{}", finished.len(), dirs.len())];
+            if targeted {
+                let reached = finished
+                    .iter()
+                    .filter(|s| value(s, "episodes_to_target").is_some())
+                    .count();
+                row.push(format!("{reached}/{}", finished.len()));
+            }
+            row.extend(metrics.iter().map(|key| {
+                let values: Vec<f64> = finished.iter().filter_map(|s| value(s, key)).collect();
+                median_and_range(&values)
+            }));
+            row
+        })
+        .collect();
+    Ok(ComparisonTable { columns, rows })
+}
+
+/// `median [min, max]` of `values` (the mean of the middle two for an even
+/// count); `-` when empty.
+fn median_and_range(values: &[f64]) -> String {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+    if sorted.is_empty() {
+        return "-".into();
+    }
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    format!(
+        "{} [{}, {}]",
+        format_number(Some(median)),
+        format_number(Some(sorted[0])),
+        format_number(Some(sorted[n - 1]))
+    )
+}
+
 /// Four significant-ish decimals for ratios and rates, fewer for large
 /// returns; `-` for a number that does not apply.
 fn format_number(value: Option<f64>) -> String {
@@ -377,5 +487,72 @@ mod tests {
         let table = compare_runs(&[a, b]).unwrap();
         assert_eq!(table.columns.last().unwrap(), "y");
         assert_eq!(table.columns.len(), FIXED_COLUMNS.len() + 1);
+    }
+
+    #[test]
+    fn median_and_range_by_hand() {
+        assert_eq!(median_and_range(&[3.0, 1.0, 2.0]), "2.000 [1.000, 3.000]");
+        assert_eq!(
+            median_and_range(&[4.0, 1.0, 2.0, 3.0]),
+            "2.500 [1.000, 4.000]"
+        );
+        assert_eq!(median_and_range(&[f64::NAN, 5.0]), "5.000 [5.000, 5.000]");
+        assert_eq!(median_and_range(&[]), "-");
+        assert_eq!(
+            median_and_range(&[1200.0, 800.0, 1000.0]),
+            "1000.0 [800.00, 1200.0]"
+        );
+    }
+
+    #[test]
+    fn groups_count_finished_runs_and_those_that_reached_the_target() {
+        let root = TempDir::new("groups");
+        let target = |reached: Option<u64>, ret: f64| {
+            Summary::default()
+                .eval(5, ret, Some(ret / 100.0))
+                .extra("target_value", 0.9)
+                .extra("episodes_to_target", reached)
+        };
+        for run in ["a0", "a1", "b0"] {
+            std::fs::create_dir_all(root.path().join(run)).unwrap();
+        }
+        target(Some(300), 95.0)
+            .write(root.path().join("a0"))
+            .unwrap();
+        target(None, 50.0).write(root.path().join("a1")).unwrap();
+        target(Some(100), 99.0)
+            .write(root.path().join("b0"))
+            .unwrap();
+        let groups = vec![
+            (
+                "a".to_string(),
+                vec![
+                    root.path().join("a0"),
+                    root.path().join("a1"),
+                    root.path().join("a2"),
+                ],
+            ),
+            ("b".to_string(), vec![root.path().join("b0")]),
+        ];
+        let table = compare_groups(&groups).unwrap();
+        assert_eq!(
+            table.columns,
+            [
+                "group",
+                "runs",
+                "reached",
+                "eval_return_mean",
+                "eval_success_rate",
+                "episodes_to_target",
+                "wall_s"
+            ]
+        );
+        assert_eq!(
+            table.rows[0][..4],
+            ["a", "2/3", "1/2", "72.50 [50.00, 95.00]"]
+        );
+        // The median over the runs that reached it, not over all.
+        assert_eq!(table.rows[0][5], "300.00 [300.00, 300.00]");
+        assert_eq!(table.rows[1][..3], ["b", "1/1", "1/1"]);
     }
 }

@@ -105,7 +105,7 @@ pub use checkpoint::{
     CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointSelector, CheckpointWriter,
     FileCheck, Progress, list_checkpoints, load_checkpoint, load_latest,
 };
-pub use compare::{ComparisonTable, compare_runs};
+pub use compare::{ComparisonTable, compare_groups, compare_runs};
 pub use config_check::check_config_matches;
 pub use fsio::atomic_write;
 pub use lock::{LOCK_FILE, RunLock};
