@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{assert_clean_failure, scratch, shoal, stderr};
+use common::{assert_clean_failure, records, scratch, shoal, stderr};
 
 const TINY: &[&str] = &[
     "--set",
@@ -28,7 +28,7 @@ fn train_tiny(dir: &Path, out: &str, extra: &[&str]) -> Output {
 #[test]
 fn tiny_training_run_writes_a_complete_run_directory() {
     let dir = scratch("complete");
-    let out = train_tiny(&dir, "run", &[]);
+    let out = train_tiny(&dir, "run", &["--set", "train.final_eval_episodes=5"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let run = dir.join("run");
     for file in ["config.toml", "metrics.jsonl", "summary.json"] {
@@ -41,14 +41,62 @@ fn tiny_training_run_writes_a_complete_run_directory() {
     assert!(summary["eval_success_rate"].is_null());
     assert!(summary["wall_s"].as_f64().unwrap() > 0.0);
 
-    let eval = shoal(&["eval", "run", "--episodes", "3"], &dir);
-    assert!(eval.status.success(), "{}", stderr(&eval));
-    let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
-    assert_eq!(report["episodes"], 3);
+    // `shoal eval` reloads the final checkpoint and evaluates on the run's
+    // evaluation seeds: with the final evaluation's episode count it repeats
+    // the summary's numbers exactly, which a wrong checkpoint, seed or
+    // frozen policy would not.
+    let final_episodes = "5";
+    let eval = |episodes: &str| {
+        let out = shoal(&["eval", "run", "--episodes", episodes], &dir);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let report = eval(final_episodes);
+    assert_eq!(report["episodes"], 5);
+    assert_eq!(
+        report["return_mean"], summary["eval_return_mean"],
+        "{report} vs {summary}"
+    );
+    assert!(report["success_rate"].is_null());
+    assert_eq!(eval("3")["episodes"], 3);
+    assert_ne!(
+        eval("3")["return_mean"],
+        report["return_mean"],
+        "3 episodes, not all"
+    );
 
     let plot = shoal(&["plot", "run"], &dir);
     assert!(plot.status.success(), "{}", stderr(&plot));
-    assert!(run.join("plots").join("return_vs_episode.png").is_file());
+    let (width, height, pixels) = decode_png(&run.join("plots").join("return_vs_episode.png"));
+    assert_eq!(
+        (width, height),
+        (shoal::eval::PLOT_WIDTH, shoal::eval::PLOT_HEIGHT)
+    );
+    // The run's curve is drawn in the first tab10 colour across the plot.
+    let curve: Vec<u32> = (0..width * height)
+        .filter(|i| pixels[*i as usize * 3..*i as usize * 3 + 3] == [31, 119, 180])
+        .map(|i| i % width)
+        .collect();
+    assert!(curve.len() > 300, "{} curve pixels", curve.len());
+    let span = curve.iter().max().unwrap() - curve.iter().min().unwrap();
+    assert!(span > width / 2, "the curve spans {span} of {width} pixels");
+}
+
+/// Width, height and RGB bytes of a PNG.
+fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let rgb = match info.color_type {
+        png::ColorType::Rgb => buf[..info.buffer_size()].to_vec(),
+        png::ColorType::Rgba => buf[..info.buffer_size()]
+            .chunks(4)
+            .flat_map(|p| p[..3].to_vec())
+            .collect(),
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    (info.width, info.height, rgb)
 }
 
 #[test]
@@ -72,56 +120,21 @@ fn same_seed_gives_identical_training_metrics() {
     assert_eq!(a, returns("b"));
 }
 
-#[test]
-fn resume_continues_to_the_same_numbers_as_an_uninterrupted_run() {
-    let dir = scratch("resume");
-    assert!(train_tiny(&dir, "full", &[]).status.success());
-    // Train the first half, then resume with the full budget.
-    let half = shoal(
-        &[
-            "train",
-            "toy-reinforce",
-            "--out",
-            "split",
-            "--set",
-            "train.episodes=20",
-            "--set",
-            "train.eval_every=20",
-            "--set",
-            "train.checkpoint_every=20",
-            "--quiet",
-        ],
-        &dir,
-    );
-    assert!(half.status.success(), "{}", stderr(&half));
-    let mut args = vec!["train", "toy-reinforce", "--resume", "split"];
-    args.extend_from_slice(TINY);
-    let resumed = shoal(&args, &dir);
-    assert!(resumed.status.success(), "{}", stderr(&resumed));
-    let summary = |run: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(run).join("summary.json")).unwrap())
-            .unwrap()
-    };
-    assert_eq!(
-        summary("full")["eval_return_mean"],
-        summary("split")["eval_return_mean"]
-    );
-    assert_eq!(summary("split")["episodes"], 40);
-}
-
-#[test]
-fn resumed_gradient_run_restores_every_workers_replay_memory() {
-    let dir = scratch("resume-gradient");
-    let train = |out: &str, episodes: &str, resume: bool| {
+/// Trains `preset` with `extra` arguments for 40 episodes in one go, and
+/// again as 20 episodes plus a `--resume` to 40 in a second process; every
+/// metrics record (wall-clock times aside) and the summary must agree.
+/// Returns the run directories' parent.
+fn assert_resume_matches(name: &str, preset: &str, extra: &[&str]) -> std::path::PathBuf {
+    let dir = scratch(&format!("resume-{name}"));
+    let train = |out: &str, episodes: u64, resume: bool| {
         let episodes = format!("train.episodes={episodes}");
-        let mut args = vec!["train", "toy-ddpg-her"];
-        args.extend_from_slice(if resume { &["--resume"] } else { &["--out"] });
-        args.extend_from_slice(&[
+        let mut args = vec![
+            "train",
+            preset,
+            if resume { "--resume" } else { "--out" },
             out,
-            "--workers",
-            "2",
-            "--set",
-            "parallel.strategy=\"averaging\"",
+        ];
+        args.extend_from_slice(&[
             "--set",
             &episodes,
             "--set",
@@ -130,39 +143,87 @@ fn resumed_gradient_run_restores_every_workers_replay_memory() {
             "train.checkpoint_every=20",
             "--quiet",
         ]);
+        args.extend_from_slice(extra);
         let out = shoal(&args, &dir);
-        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
     };
-    train("full", "40", false);
-    train("split", "20", false);
-    let checkpoints = dir.join("split").join("checkpoints");
-    let latest = std::fs::read_to_string(checkpoints.join("latest")).unwrap();
-    let rank1 = checkpoints
-        .join(latest.trim())
-        .join("worker-1")
-        .join("memory.bin");
-    assert!(rank1.is_file(), "rank 1's replay memory is checkpointed");
-    // Rank 1 resuming with an empty buffer would sample other transitions:
-    // its losses, averaged into every record, would differ from here on.
-    train("split", "40", true);
-    let records = |run: &str| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(dir.join(run).join("metrics.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v.as_object_mut().unwrap().remove("wall_s");
-                v
-            })
-            .collect()
-    };
-    let full = records("full");
-    assert!(full.iter().any(|r| r.get("losses/critic").is_some()));
-    assert_eq!(full, records("split"));
+    train("full", 40, false);
+    train("split", 20, false);
+    let halfway = records(&dir.join("split"));
+    train("split", 40, true);
+    let (full, split) = (records(&dir.join("full")), records(&dir.join("split")));
+    assert!(
+        halfway.len() < full.len() && full.len() >= 4,
+        "{name}: {} records halfway, {} in all",
+        halfway.len(),
+        full.len()
+    );
+    assert_eq!(full.len(), split.len(), "{name}");
+    for (i, (a, b)) in full.iter().zip(&split).enumerate() {
+        assert_eq!(a, b, "{name}: record {i} differs after the resume");
+    }
     assert_eq!(
         summary_without_wall(&dir.join("full")),
-        summary_without_wall(&dir.join("split"))
+        summary_without_wall(&dir.join("split")),
+        "{name}"
     );
+    dir
+}
+
+const TWO_THREADS: &[&str] = &["--workers", "2", "--backend", "threads"];
+const TWO_PROCESSES: &[&str] = &["--workers", "2", "--backend", "processes"];
+
+#[test]
+fn resume_reinforce_matches_every_record_of_an_uninterrupted_run() {
+    assert_resume_matches("reinforce", "toy-reinforce", &[]);
+}
+
+#[test]
+fn resume_pool_matches_every_record_on_threads_and_processes() {
+    for (backend, workers) in [("threads", TWO_THREADS), ("processes", TWO_PROCESSES)] {
+        let args = [workers, &["--set", "parallel.strategy=\"pool\""]].concat();
+        assert_resume_matches(&format!("pool-{backend}"), "toy-reinforce", &args);
+    }
+}
+
+#[test]
+fn resume_gather_matches_every_record_on_threads_and_processes() {
+    for (backend, workers) in [("threads", TWO_THREADS), ("processes", TWO_PROCESSES)] {
+        let args = [workers, &["--set", "parallel.strategy=\"gather\""]].concat();
+        assert_resume_matches(&format!("gather-{backend}"), "toy-reinforce", &args);
+    }
+}
+
+#[test]
+fn resume_ddpg_matches_every_record_of_an_uninterrupted_run() {
+    let dir = assert_resume_matches("ddpg", "toy-ddpg-her", &[]);
+    assert!(
+        records(&dir.join("full"))
+            .iter()
+            .any(|r| r.get("losses/critic").is_some())
+    );
+}
+
+#[test]
+fn resumed_averaging_restores_every_workers_replay_memory_on_threads_and_processes() {
+    for (backend, workers) in [("threads", TWO_THREADS), ("processes", TWO_PROCESSES)] {
+        // Rank 1 resuming with an empty buffer would sample other
+        // transitions: its losses, averaged into every record, would differ.
+        let args = [workers, &["--set", "parallel.strategy=\"averaging\""]].concat();
+        let dir = assert_resume_matches(&format!("averaging-{backend}"), "toy-ddpg-her", &args);
+        let checkpoints = dir.join("split").join("checkpoints");
+        let latest = std::fs::read_to_string(checkpoints.join("latest")).unwrap();
+        let rank1 = checkpoints
+            .join(latest.trim())
+            .join("worker-1")
+            .join("memory.bin");
+        assert!(
+            rank1.is_file(),
+            "{backend}: rank 1's replay memory is checkpointed"
+        );
+        let full = records(&dir.join("full"));
+        assert!(full.iter().any(|r| r.get("losses/critic").is_some()));
+    }
 }
 
 #[test]
@@ -307,7 +368,24 @@ fn bench_env_prints_steps_per_second_as_json() {
     let out = shoal(&["bench-env", "worm", "--steps", "2000"], &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v["steps_per_s"].as_f64().unwrap() > 0.0);
+    // 2 500 steps of 1 000-step worm episodes: two finished episodes.
+    let out = shoal(&["bench-env", "worm", "--steps", "2500"], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v2: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&v["env"], &v["steps"], &v["episodes"]),
+        (&"worm".into(), &2000.into(), &2.into())
+    );
+    assert_eq!((&v2["steps"], &v2["episodes"]), (&2500.into(), &2.into()));
+    for v in [v, v2] {
+        let (seconds, rate) = (
+            v["seconds"].as_f64().unwrap(),
+            v["steps_per_s"].as_f64().unwrap(),
+        );
+        assert!(seconds > 0.0, "{v}");
+        let steps = v["steps"].as_f64().unwrap();
+        assert!((rate * seconds - steps).abs() < 1e-6 * steps, "{v}");
+    }
     assert_clean_failure(
         &shoal(&["bench-env", "submarine"], &dir),
         "unknown env `submarine`",
@@ -379,10 +457,24 @@ fn pool_metrics_name_the_winner_and_every_candidate() {
         .find(|l| l.contains("\"iteration\""))
         .unwrap();
     let record: serde_json::Value = serde_json::from_str(line).unwrap();
-    assert!(record["pool/winner"].as_u64().unwrap() < 2);
+    let means: Vec<f64> = record["pool/worker_eval_means"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_f64().unwrap())
+        .collect();
+    assert_eq!(means.len(), 2);
+    assert_ne!(
+        means[0], means[1],
+        "worker 0 trains at 1/10 of the learning rate"
+    );
+    // The winner is the candidate with the best evaluation, and its
+    // evaluation is the one the record reports as the selection.
+    let best = if means[1] > means[0] { 1 } else { 0 };
+    assert_eq!(record["pool/winner"], best, "{record}");
     assert_eq!(
-        record["pool/worker_eval_means"].as_array().unwrap().len(),
-        2
+        record["pool/selection_return_mean"], means[best],
+        "{record}"
     );
 }
 
@@ -419,9 +511,25 @@ fn render_writes_a_gif_and_compare_tabulates_runs() {
     assert!(worm.status.success(), "{}", stderr(&worm));
     let render = shoal(&["render", "worm", "--out", "worm/swim.gif"], &dir);
     assert!(render.status.success(), "{}", stderr(&render));
-    let gif = std::fs::read(dir.join("worm/swim.gif")).unwrap();
-    assert!(gif.starts_with(b"GIF89a"), "not a GIF");
-    assert!(dir.join("worm/swim.png").is_file());
+    // One 40-step episode: a frame before every step and one after the last.
+    assert_eq!(gif_frames(&dir.join("worm/swim.gif")), (720, 432, 41));
+    let (width, height, _) = decode_png(&dir.join("worm/swim.png"));
+    assert_eq!((width, height), (720, 432));
+    // Eight episodes are 328 steps, over the 300-frame cap: every second
+    // step (0, 2, …, 326) and the last (327).
+    let long = shoal(
+        &[
+            "render",
+            "worm",
+            "--episodes",
+            "8",
+            "--out",
+            "worm/long.gif",
+        ],
+        &dir,
+    );
+    assert!(long.status.success(), "{}", stderr(&long));
+    assert_eq!(gif_frames(&dir.join("worm/long.gif")), (720, 432, 165));
 
     assert!(train_tiny(&dir, "toy", &[]).status.success());
     let toy_render = shoal(&["render", "toy"], &dir);
@@ -432,6 +540,21 @@ fn render_writes_a_gif_and_compare_tabulates_runs() {
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("| worm | worm-reinforce |"), "{text}");
     assert!(text.contains("| toy | toy-reinforce |"), "{text}");
+}
+
+/// Width, height and frame count of a GIF.
+fn gif_frames(path: &Path) -> (u16, u16, usize) {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::Indexed);
+    let mut decoder = options
+        .read_info(std::fs::File::open(path).unwrap())
+        .unwrap();
+    let (width, height) = (decoder.width(), decoder.height());
+    let mut frames = 0;
+    while decoder.read_next_frame().unwrap().is_some() {
+        frames += 1;
+    }
+    (width, height, frames)
 }
 
 // ---------------------------------------------------------------------------

@@ -99,8 +99,8 @@ impl GatherConfig {
 /// Rollout gathering for any [`RolloutLearner`] — the batch-algorithm
 /// pattern of MPI baselines.
 ///
-/// At the start rank 0's parameters (after loading [`Resume::state`](super::Resume::state), if
-/// given) are broadcast to every worker. Each iteration every worker collects
+/// At the start every worker adopts rank 0's learner state (the resumed
+/// [`Resume::state`](super::Resume::state), if given), episode counters included. Each iteration every worker collects
 /// `episodes_per_worker` episodes with the current policy
 /// ([`RolloutLearner::collect`]); rank 0 gathers all rollouts in rank order,
 /// updates on them ([`RolloutLearner::update`]) and broadcasts its new
@@ -133,22 +133,20 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
         self.config.iterations
     }
 
-    /// Only rank 0 updates, so its learner alone needs the resumed state;
-    /// the workers then receive its parameters. The workers only collect:
-    /// rank 0's learner holds all there is to keep, so no memories travel.
+    /// Every rank starts from rank 0's state (the resumed one, if any), not
+    /// only its parameters: a worker's learner also counts the episodes it
+    /// has collected, which pick each next episode's seeds, so a resumed
+    /// worker must continue that count rather than replay its first
+    /// episodes. Only rank 0 updates, so its learner holds all there is to
+    /// keep and no memories travel.
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
-        let comm = ctx.comm();
         // Rank 0's configuration is authoritative.
-        let root_config = comm
+        let root_config = ctx
+            .comm()
             .is_root()
             .then(|| self.config.validate().map(|()| self.config.clone()));
         self.config = ctx.share(root_config)?;
-        let loaded = comm.is_root().then(|| match &ctx.resume_point().state {
-            Some(state) => learner.load_state(state),
-            None => Ok(()),
-        });
-        ctx.share(loaded)?;
-        sync_parameters(comm, learner)
+        ctx.start_from_root(learner)
     }
 
     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
