@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use shoal_core::{Env, Error, Learner, Policy, Result};
-use shoal_env::arm::ArmObs;
+use shoal_env::arm::{ArmObs, GripperShape};
 use shoal_eval::{
     ArmFrameInput, ArmLayout, ArmObject, WormFrameInput, compare_runs, render_arm, render_worm,
 };
@@ -80,16 +80,36 @@ fn frozen_policy(cfg: &RunConfig, state: &[u8]) -> Result<Box<dyn Policy>> {
     })
 }
 
-/// How an arm task's object is drawn.
+/// An arm task's fixed scene as its config sets it: table, object,
+/// gripper and success radius (the ball's table is longer than the push
+/// table that [`ArmLayout::default`] describes).
 fn arm_layout(env: &EnvConfig) -> ArmLayout {
-    match env {
-        EnvConfig::BallToNet(ball) => ArmLayout {
-            object: ArmObject::Ball {
+    let (arm, object) = match env {
+        EnvConfig::BallToNet(ball) => (
+            &ball.arm,
+            ArmObject::Ball {
                 radius: ball.ball_radius,
             },
-            ..ArmLayout::default()
-        },
-        _ => ArmLayout::default(),
+        ),
+        EnvConfig::ArmPush(push) => (
+            &push.arm,
+            ArmObject::Box {
+                half_size: push.box_half_size,
+            },
+        ),
+        _ => return ArmLayout::default(),
+    };
+    let gripper_radius = match arm.gripper {
+        GripperShape::Cylinder { radius, .. } => radius,
+        GripperShape::Block { half_extents } => half_extents[0].max(half_extents[1]),
+    };
+    ArmLayout {
+        table_half_extents: arm.table_half_extents,
+        table_height: arm.table_height,
+        object,
+        goal_radius: arm.distance_threshold,
+        gripper_radius,
+        gripper_half_height: arm.gripper.half_height(),
     }
 }
 
@@ -163,4 +183,43 @@ pub fn compare(run_dirs: &[PathBuf], markdown: bool) -> Result<()> {
         print!("{}", table.to_terminal());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arm_layouts_follow_the_task_configs() {
+        // The ball's defaults (BallToNetConfig docs): a 0.9 × 0.7 m table,
+        // a cylindrical gripper of radius 0.02 and half height 0.03, a ball
+        // of radius 0.025, success within 0.05 m.
+        let ball = arm_layout(&EnvConfig::BallToNet(Default::default()));
+        assert_eq!(ball.table_half_extents, [0.45, 0.35]);
+        assert_eq!(ball.table_height, 0.4);
+        assert_eq!(ball.object, ArmObject::Ball { radius: 0.025 });
+        assert_eq!(
+            (ball.gripper_radius, ball.gripper_half_height),
+            (0.02, 0.03)
+        );
+        assert_eq!(ball.goal_radius, 0.05);
+        // A changed config changes the drawing.
+        let mut wide = shoal_env::BallToNetConfig::default();
+        wide.arm.table_half_extents = [0.6, 0.4];
+        wide.arm.distance_threshold = 0.08;
+        let wide = arm_layout(&EnvConfig::BallToNet(wide));
+        assert_eq!(
+            (wide.table_half_extents, wide.goal_radius),
+            ([0.6, 0.4], 0.08)
+        );
+        // Push: FetchPush's 0.5 × 0.7 m table, a block gripper of half
+        // extents [0.02, 0.02, 0.03], a box of half size 0.025.
+        let push = arm_layout(&EnvConfig::ArmPush(Default::default()));
+        assert_eq!(push.table_half_extents, [0.25, 0.35]);
+        assert_eq!(push.object, ArmObject::Box { half_size: 0.025 });
+        assert_eq!(
+            (push.gripper_radius, push.gripper_half_height),
+            (0.02, 0.03)
+        );
+    }
 }
