@@ -67,6 +67,8 @@ fn iteration_episodes(algo: &AlgoConfig) -> usize {
 /// One training iteration of each algorithm on the task its preset trains,
 /// with the preset's networks and batch sizes.
 fn train_iteration(c: &mut Criterion) {
+    // As the binary's main does: burn's megabyte tensors reuse freed memory.
+    shoal::allocator::keep_freed_memory_for_reuse();
     let mut group = c.benchmark_group("train_iteration");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));

@@ -120,6 +120,8 @@ struct Cli {
 }
 
 fn main() {
+    // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
+    shoal::allocator::keep_freed_memory_for_reuse();
     let mut args = Cli::parse().train;
     if args.resume.is_none() {
         args.source.get_or_insert_with(|| "toy-reinforce".into());

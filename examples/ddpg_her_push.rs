@@ -15,6 +15,8 @@ use shoal::core::Learner;
 use shoal::env::{ArmPush, ArmPushConfig};
 
 fn main() -> Result<(), shoal::core::Error> {
+    // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
+    shoal::allocator::keep_freed_memory_for_reuse();
     let epochs: usize = match std::env::args().nth(1) {
         Some(arg) => arg.parse().map_err(|_| {
             shoal::core::Error::Config(format!("epochs must be a number, got {arg:?}"))

@@ -17,6 +17,8 @@ use shoal::core::{Error, Learner};
 use shoal::env::{ArmPush, ArmPushConfig};
 
 fn main() -> Result<(), Error> {
+    // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
+    shoal::allocator::keep_freed_memory_for_reuse();
     let episodes: usize = match std::env::args().nth(1) {
         Some(arg) => arg
             .parse()

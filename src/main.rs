@@ -85,6 +85,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts; see the function's note for the numbers.
+    shoal::allocator::keep_freed_memory_for_reuse();
     let help = cli::train_help();
     let envs = format!("The env to measure: {}", bench::bench_env_names());
     let command = Cli::command()
