@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use shoal_core::{Env, Error, Learner, Policy, Result};
-use shoal_env::arm::{ArmObs, GripperShape};
+use shoal_env::arm::ArmObs;
 use shoal_eval::{
     ArmFrameInput, ArmLayout, ArmObject, WormFrameInput, compare_runs, render_arm, render_worm,
 };
@@ -99,16 +99,12 @@ fn arm_layout(env: &EnvConfig) -> ArmLayout {
         ),
         _ => return ArmLayout::default(),
     };
-    let gripper_radius = match arm.gripper {
-        GripperShape::Cylinder { radius, .. } => radius,
-        GripperShape::Block { half_extents } => half_extents[0].max(half_extents[1]),
-    };
     ArmLayout {
         table_half_extents: arm.table_half_extents,
         table_height: arm.table_height,
         object,
         goal_radius: arm.distance_threshold,
-        gripper_radius,
+        gripper_radius: arm.gripper.radius(),
         gripper_half_height: arm.gripper.half_height(),
     }
 }

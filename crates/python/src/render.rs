@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use shoal_core::{Error, Result};
-use shoal_env::arm::{ArmConfig, ArmObs, GripperShape};
+use shoal_env::arm::{ArmConfig, ArmObs};
 use shoal_eval::{
     ArmFrameInput, ArmLayout, ArmObject, RenderOptions, WormFrameInput, arm_scene, render_gif,
     worm_scene,
@@ -105,22 +105,13 @@ impl Recording {
 
 /// How an arm task's scene is drawn, from its settings.
 pub fn arm_layout(arm: &ArmConfig, object: ArmObject) -> ArmLayout {
-    let (gripper_radius, gripper_half_height) = match arm.gripper {
-        GripperShape::Block {
-            half_extents: [x, y, z],
-        } => (x.max(y), z),
-        GripperShape::Cylinder {
-            radius,
-            half_height,
-        } => (radius, half_height),
-    };
     ArmLayout {
         table_half_extents: arm.table_half_extents,
         table_height: arm.table_height,
         object,
         goal_radius: arm.distance_threshold,
-        gripper_radius,
-        gripper_half_height,
+        gripper_radius: arm.gripper.radius(),
+        gripper_half_height: arm.gripper.half_height(),
     }
 }
 

@@ -125,6 +125,16 @@ impl GripperShape {
         }
     }
 
+    /// Radius (m) of the circle that holds the footprint along both table
+    /// axes: a cylinder's radius, a block's larger horizontal half extent
+    /// (what a top-down drawing shows as the gripper).
+    pub fn radius(&self) -> f32 {
+        match *self {
+            GripperShape::Block { half_extents } => half_extents[0].max(half_extents[1]),
+            GripperShape::Cylinder { radius, .. } => radius,
+        }
+    }
+
     /// How far (m) the footprint reaches from the axis along the unit
     /// horizontal direction `d`.
     pub(crate) fn extent_along(&self, d: [f32; 2]) -> f32 {
