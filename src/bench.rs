@@ -11,7 +11,7 @@ use shoal_core::{Error, Result, RolloutLearner, rng_from_seed};
 use shoal_parallel::{Backend, Communicator, launch};
 
 use crate::config::{EnvConfig, preset};
-use crate::train::{make_env, make_rollout_learner};
+use crate::train::{make_env, make_learner, make_rollout_learner};
 
 /// A `bench-env` name and the default config of the env it measures.
 pub type BenchEnv = (&'static str, fn() -> EnvConfig);
@@ -70,13 +70,16 @@ const ALL_REDUCE_VALUES: usize = 100_000;
 const ALL_REDUCE_REPEATS: u32 = 50;
 
 /// `shoal bench-parallel`: with a backend and worker count, one measurement
-/// (all-reduce of 100k `f32`, and worm rollout collection with the
-/// REINFORCE policy on every worker); without, runs itself once per backend
-/// and worker count (1 and 2) and prints every result plus the speedups.
+/// (all-reduce of 100k `f32` and of as many as `push-ddpg-her`'s actor and
+/// critic have parameters — what gradient averaging sends per update — and
+/// worm rollout collection with the REINFORCE policy on every worker);
+/// without, runs itself once per backend and worker count (1, 2, 4, … up to
+/// `up_to`) and prints every result plus the speedups.
 pub fn bench_parallel(
     backend: Option<&str>,
     workers: Option<usize>,
     episodes: usize,
+    up_to: usize,
 ) -> Result<()> {
     match (backend, workers) {
         (Some(backend), Some(workers)) => {
@@ -88,7 +91,7 @@ pub fn bench_parallel(
             }
             Ok(())
         }
-        (None, None) => sweep(episodes),
+        (None, None) => sweep(episodes, up_to),
         _ => Err(Error::Config(
             "give both --backend and --workers, or neither".into(),
         )),
@@ -105,6 +108,14 @@ fn measure(comm: &dyn Communicator, backend: Backend, episodes: usize) -> Result
     }
     let all_reduce_us = clock.elapsed().as_secs_f64() * 1e6 / f64::from(ALL_REDUCE_REPEATS);
 
+    let mut gradients = vec![1.0f32; actor_critic_parameters()?];
+    comm.barrier()?;
+    let clock = Instant::now();
+    for _ in 0..ALL_REDUCE_REPEATS {
+        comm.all_reduce_sum(&mut gradients)?;
+    }
+    let actor_critic_us = clock.elapsed().as_secs_f64() * 1e6 / f64::from(ALL_REDUCE_REPEATS);
+
     let cfg = preset("worm-reinforce")?;
     let mut learner = make_rollout_learner(&cfg, comm.rank())?;
     comm.barrier()?;
@@ -118,16 +129,41 @@ fn measure(comm: &dyn Communicator, backend: Backend, episodes: usize) -> Result
         "backend": backend.name(),
         "workers": comm.size(),
         "all_reduce_100k_f32_us": all_reduce_us,
+        "actor_critic_parameters": gradients.len(),
+        "all_reduce_actor_critic_us": actor_critic_us,
         "rollout_env_steps": steps[0],
         "rollout_seconds": seconds,
         "rollout_steps_per_s": f64::from(steps[0]) / seconds,
     }))
 }
 
+/// Parameters of `push-ddpg-her`'s actor and critic together.
+fn actor_critic_parameters() -> Result<usize> {
+    let cfg = preset("push-ddpg-her")?;
+    Ok(make_learner(&cfg, 0, 1.0)?.parameters().len())
+}
+
+/// 1, 2, 4, … up to `up_to`, and `up_to` itself.
+fn worker_counts(up_to: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
+        .take_while(|n| *n < up_to)
+        .collect();
+    counts.push(up_to.max(1));
+    counts.dedup();
+    counts
+}
+
 /// Runs `shoal bench-parallel --backend B --workers N` for every available
-/// backend and N in {1, 2}, each in a fresh process so measurements do not
-/// share threads or sockets.
-fn sweep(episodes: usize) -> Result<()> {
+/// backend and N in [`worker_counts`], each in a fresh process so
+/// measurements do not share threads or sockets (more workers than cores
+/// share them: the all-reduce times then include waiting for a core).
+fn sweep(episodes: usize, up_to: usize) -> Result<()> {
+    if !(2..=shoal_parallel::MAX_WORKERS).contains(&up_to) {
+        return Err(Error::Config(format!(
+            "--up-to must be between 2 and {}, got {up_to}",
+            shoal_parallel::MAX_WORKERS
+        )));
+    }
     let exe = std::env::current_exe().map_err(|e| Error::io("locating the shoal binary", e))?;
     let mut backends = vec!["threads", "processes"];
     let mpirun = Command::new("mpirun")
@@ -140,7 +176,7 @@ fn sweep(episodes: usize) -> Result<()> {
     let mut results = Vec::new();
     for backend in backends {
         let mut by_workers = Vec::new();
-        for workers in [1usize, 2] {
+        for workers in worker_counts(up_to) {
             let n = workers.to_string();
             let eps = episodes.to_string();
             let args = [
@@ -175,12 +211,31 @@ fn sweep(episodes: usize) -> Result<()> {
             by_workers.push(result);
         }
         let rate = |v: &Value| v["rollout_steps_per_s"].as_f64().unwrap_or(f64::NAN);
+        let by_n = |key: &str| -> Value {
+            by_workers
+                .iter()
+                .map(|v| json!([v["workers"], v[key]]))
+                .collect()
+        };
         results.push(json!({
             "backend": backend,
             "rollout_speedup_2_vs_1": rate(&by_workers[1]) / rate(&by_workers[0]),
             "all_reduce_100k_f32_us_2_workers": by_workers[1]["all_reduce_100k_f32_us"],
+            "all_reduce_actor_critic_us_by_workers": by_n("all_reduce_actor_critic_us"),
         }));
     }
     println!("{}", json!({ "summary": results }));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_counts_double_up_to_the_limit() {
+        assert_eq!(worker_counts(2), vec![1, 2]);
+        assert_eq!(worker_counts(16), vec![1, 2, 4, 8, 16]);
+        assert_eq!(worker_counts(12), vec![1, 2, 4, 8, 12]);
+    }
 }

@@ -69,8 +69,9 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
-    /// Measure all-reduce latency and rollout throughput per backend with 1
-    /// and 2 workers; prints JSON lines.
+    /// Measure all-reduce latency (100k floats and the actor-critic's
+    /// parameter count) and rollout throughput per backend with 1, 2, 4, …
+    /// workers; prints JSON lines.
     BenchParallel {
         /// Measure only this backend (with --workers).
         #[arg(long)]
@@ -81,6 +82,9 @@ enum Command {
         /// Worm episodes each worker collects.
         #[arg(long, default_value_t = 4)]
         episodes: usize,
+        /// Without --backend: measure 1, 2, 4, … workers up to this many.
+        #[arg(long, default_value_t = 2)]
+        up_to: usize,
     },
 }
 
@@ -113,7 +117,8 @@ fn main() -> ExitCode {
             backend,
             workers,
             episodes,
-        } => bench::bench_parallel(backend.as_deref(), workers, episodes),
+            up_to,
+        } => bench::bench_parallel(backend.as_deref(), workers, episodes, up_to),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
