@@ -597,10 +597,14 @@ impl RunConfig {
         Ok((cfg, scale))
     }
 
-    /// Parses a config file's text; `origin` names it in errors.
+    /// Parses a config file's text; `origin` names it in errors. Keys that
+    /// earlier versions wrote are read as their successors ([`migrate`]).
     pub fn from_toml(text: &str, origin: &str) -> Result<RunConfig> {
-        toml::from_str(text)
-            .map_err(|e| Error::Config(format!("{origin} is malformed: {}", one_line(&e))))
+        let malformed =
+            |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
+        let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
+        migrate(&mut tree);
+        toml::Value::Table(tree).try_into().map_err(malformed)
     }
 
     /// The config as TOML text.
@@ -616,6 +620,19 @@ impl RunConfig {
     /// back to the same `f32`.
     pub fn to_table(&self) -> toml::Table {
         toml::from_str(&self.to_toml()).expect("a config's own TOML parses")
+    }
+}
+
+/// Rewrites keys that earlier versions of shoal wrote into config files as
+/// the keys that replaced them, so their run directories stay readable:
+/// `parallel.worker0_lr_scale = x` (before per-worker settings) becomes
+/// `parallel.worker_lr_scales = [x]`.
+pub fn migrate(tree: &mut toml::Table) {
+    if let Some(toml::Value::Table(parallel)) = tree.get_mut("parallel")
+        && !parallel.contains_key("worker_lr_scales")
+        && let Some(scale) = parallel.remove("worker0_lr_scale")
+    {
+        parallel.insert("worker_lr_scales".into(), toml::Value::Array(vec![scale]));
     }
 }
 
@@ -678,6 +695,20 @@ mod tests {
             longer.preset = base.into();
             assert_eq!(longer, preset(base).unwrap(), "{name}");
         }
+    }
+
+    #[test]
+    fn configs_written_before_per_worker_settings_still_read() {
+        let mut old = preset("worm-pool").unwrap().to_table();
+        let parallel = old["parallel"].as_table_mut().unwrap();
+        parallel.remove("worker_lr_scales");
+        parallel.insert("worker0_lr_scale".into(), toml::Value::Float(0.25));
+        let text = toml::to_string(&old).unwrap();
+        assert!(text.contains("worker0_lr_scale = 0.25"), "{text}");
+        let cfg = RunConfig::from_toml(&text, "old.toml").unwrap();
+        assert_eq!(cfg.parallel.worker_lr_scales, vec![0.25]);
+        assert_eq!(cfg.worker(0).unwrap().1, 0.25);
+        assert_eq!(cfg.worker(1).unwrap().1, 1.0);
     }
 
     #[test]

@@ -91,6 +91,7 @@ enum Command {
 fn main() -> ExitCode {
     // Before any thread starts; see the function's note for the numbers.
     shoal::allocator::keep_freed_memory_for_reuse();
+    end_quietly_on_a_closed_pipe();
     let help = cli::train_help();
     let envs = format!("The env to measure: {}", bench::bench_env_names());
     let command = Cli::command()
@@ -125,6 +126,27 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `shoal compare … | head` closes the pipe early; like other Unix tools,
+/// end then without a word. Rust ignores SIGPIPE, which turns the next
+/// `println!` into a panic; restoring the default action ends the process
+/// at that write instead.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    {
+        use std::ffi::c_int;
+        const SIGPIPE: c_int = 13;
+        const SIG_DFL: usize = 0;
+        unsafe extern "C" {
+            fn signal(signum: c_int, handler: usize) -> usize;
+        }
+        // SAFETY: setting a signal's action to the default, once, before any
+        // thread starts.
+        unsafe {
+            signal(SIGPIPE, SIG_DFL);
         }
     }
 }

@@ -1029,6 +1029,10 @@ pub fn check_resume_config(ckpt: &Checkpoint, cfg: &RunConfig) -> Result<()> {
 
 /// `cfg` against the config text saved at `origin`, outside `train.*`.
 fn config_must_match(saved: &str, origin: &Path, cfg: &RunConfig) -> Result<()> {
+    // A config an earlier version wrote is compared as today reads it:
+    // renamed keys migrated, keys added since at their defaults.
+    let today = RunConfig::from_toml(saved, "saved config").map(|c| c.to_toml());
+    let saved = today.as_deref().unwrap_or(saved);
     shoal_eval::check_config_matches(saved, &cfg.to_toml(), &["train"]).map_err(|e| {
         // Keep the message, not its "invalid configuration:" prefix, so the
         // error line says it once.

@@ -105,6 +105,8 @@ pub fn compare_runs<P: AsRef<Path>>(run_dirs: &[P]) -> Result<ComparisonTable> {
         extras.retain(|k| keys.contains(k));
     }
 
+    // `workers` is also in summaries; the config's value is the column.
+    extras.retain(|k| !FIXED_COLUMNS.contains(&k.as_str()));
     let mut columns: Vec<String> = FIXED_COLUMNS.iter().map(|c| c.to_string()).collect();
     columns.extend(extras.iter().cloned());
     let rows = runs
@@ -554,5 +556,23 @@ mod tests {
         // The median over the runs that reached it, not over all.
         assert_eq!(table.rows[0][5], "300.00 [300.00, 300.00]");
         assert_eq!(table.rows[1][..3], ["b", "1/1", "1/1"]);
+    }
+
+    #[test]
+    fn a_summary_key_named_like_a_column_is_not_a_second_column() {
+        let root = TempDir::new("compare-workers");
+        let run = RunDir::new(root.path().join("r"));
+        run.write_config("preset = \"worm-pool\"\nseed = 0\n[parallel]\nworkers = 3\n")
+            .unwrap();
+        Summary::default()
+            .eval(5, 1.0, None)
+            .extra("workers", 3)
+            .extra("gait_return", 2.0)
+            .write(run.path())
+            .unwrap();
+        let table = compare_runs(&[run.path()]).unwrap();
+        let workers = table.columns.iter().filter(|c| *c == "workers").count();
+        assert_eq!(workers, 1, "{:?}", table.columns);
+        assert_eq!(table.columns.last().unwrap(), "gait_return");
     }
 }
