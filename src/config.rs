@@ -735,4 +735,56 @@ mod tests {
         };
         assert_eq!(r.gamma, 0.5);
     }
+
+    #[test]
+    fn setting_any_key_of_any_preset_to_its_own_value_changes_nothing() {
+        for p in PRESETS {
+            let cfg = p.config();
+            let keys = crate::overrides::list_keys(&cfg.to_table());
+            assert!(keys.len() > 20, "{}: {} keys", p.name, keys.len());
+            for (key, value) in &keys {
+                let set = format!("{key}={value}");
+                let same = cfg
+                    .with_overrides(std::slice::from_ref(&set))
+                    .unwrap_or_else(|e| panic!("{}: --set {set}: {e}", p.name));
+                assert_eq!(same, cfg, "{}: --set {set}", p.name);
+                let text = same.to_toml();
+                assert_eq!(RunConfig::from_toml(&text, "test").unwrap(), cfg, "{}: {text}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn setting_a_key_to_another_value_changes_that_key_alone() {
+        use toml::Value;
+        for p in PRESETS {
+            let cfg = p.config();
+            let before = crate::overrides::list_keys(&cfg.to_table());
+            let mut changed = 0;
+            for (key, value) in &before {
+                let other = match toml::from_str::<toml::Table>(&format!("v = {value}")).unwrap()["v"] {
+                    Value::Integer(i) => (i + 1).to_string(),
+                    Value::Float(f) => format!("{:?}", f * 2.0 + 0.25),
+                    Value::Boolean(b) => (!b).to_string(),
+                    _ => continue,
+                };
+                let set = format!("{key}={other}");
+                let after = crate::overrides::list_keys(
+                    &cfg.with_overrides(std::slice::from_ref(&set))
+                        .unwrap_or_else(|e| panic!("{}: --set {set}: {e}", p.name))
+                        .to_table(),
+                );
+                let differ: Vec<_> = before
+                    .iter()
+                    .zip(&after)
+                    .filter(|(a, b)| a != b)
+                    .collect();
+                assert_eq!(before.len(), after.len(), "{}: --set {set}", p.name);
+                assert_eq!(differ.len(), 1, "{}: --set {set}: {differ:?}", p.name);
+                assert_eq!(&differ[0].1.0, key, "{}: --set {set}", p.name);
+                changed += 1;
+            }
+            assert!(changed * 2 > before.len(), "{}: {changed} of {}", p.name, before.len());
+        }
+    }
 }
