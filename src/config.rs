@@ -749,7 +749,12 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}: --set {set}: {e}", p.name));
                 assert_eq!(same, cfg, "{}: --set {set}", p.name);
                 let text = same.to_toml();
-                assert_eq!(RunConfig::from_toml(&text, "test").unwrap(), cfg, "{}: {text}", p.name);
+                assert_eq!(
+                    RunConfig::from_toml(&text, "test").unwrap(),
+                    cfg,
+                    "{}: {text}",
+                    p.name
+                );
             }
         }
     }
@@ -762,7 +767,8 @@ mod tests {
             let before = crate::overrides::list_keys(&cfg.to_table());
             let mut changed = 0;
             for (key, value) in &before {
-                let other = match toml::from_str::<toml::Table>(&format!("v = {value}")).unwrap()["v"] {
+                let other = match toml::from_str::<toml::Table>(&format!("v = {value}")).unwrap()["v"]
+                {
                     Value::Integer(i) => (i + 1).to_string(),
                     Value::Float(f) => format!("{:?}", f * 2.0 + 0.25),
                     Value::Boolean(b) => (!b).to_string(),
@@ -774,17 +780,18 @@ mod tests {
                         .unwrap_or_else(|e| panic!("{}: --set {set}: {e}", p.name))
                         .to_table(),
                 );
-                let differ: Vec<_> = before
-                    .iter()
-                    .zip(&after)
-                    .filter(|(a, b)| a != b)
-                    .collect();
+                let differ: Vec<_> = before.iter().zip(&after).filter(|(a, b)| a != b).collect();
                 assert_eq!(before.len(), after.len(), "{}: --set {set}", p.name);
                 assert_eq!(differ.len(), 1, "{}: --set {set}: {differ:?}", p.name);
                 assert_eq!(&differ[0].1.0, key, "{}: --set {set}", p.name);
                 changed += 1;
             }
-            assert!(changed * 2 > before.len(), "{}: {changed} of {}", p.name, before.len());
+            assert!(
+                changed * 2 > before.len(),
+                "{}: {changed} of {}",
+                p.name,
+                before.len()
+            );
         }
     }
 }

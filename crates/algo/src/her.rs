@@ -940,4 +940,113 @@ mod tests {
             sample(&reached, &HerConfig::default(), 500, 11)
         );
     }
+
+    use proptest::prelude::*;
+
+    /// Sparse −1/0 reward within 0.5, written out again here rather than
+    /// through [`Line`]: the oracle the sampled rewards are checked against.
+    fn hand_reward(achieved: f32, goal: f32) -> f32 {
+        if (achieved - goal).abs() < 0.5 {
+            0.0
+        } else {
+            -1.0
+        }
+    }
+
+    struct Wide;
+    impl GoalReward for Wide {
+        fn reward(&self, a: &[f32], d: &[f32]) -> f32 {
+            if (a[0] - d[0]).abs() < 0.5 { 0.0 } else { -1.0 }
+        }
+        fn success(&self, a: &[f32], d: &[f32]) -> bool {
+            (a[0] - d[0]).abs() < 0.5
+        }
+    }
+
+    fn strategies() -> impl Strategy<Value = HerStrategy> {
+        prop_oneof![
+            Just(HerStrategy::None),
+            Just(HerStrategy::Future),
+            Just(HerStrategy::Final),
+            Just(HerStrategy::Episode),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Episodes of any lengths (their achieved goal a random walk, their
+        /// obs the episode's number), any k and strategy: the relabelled
+        /// share is k/(k+1) within 5 binomial standard deviations, every
+        /// substituted goal is the achieved goal of an allowed step of the
+        /// same episode, and rewards and terminals follow the hand reward.
+        #[test]
+        fn relabelling_follows_k_the_strategy_and_the_reward(
+            walks in prop::collection::vec(prop::collection::vec(-0.4f32..0.4, 1..30), 1..4),
+            k in 0usize..8,
+            strategy in strategies(),
+            success_is_terminal in any::<bool>(),
+            terminated in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            // positions[e][t]: the achieved goal of episode e at step t.
+            let positions: Vec<Vec<f32>> = walks
+                .iter()
+                .map(|walk| {
+                    std::iter::once(0.0)
+                        .chain(walk.iter().scan(0.0, |x, d| { *x += d; Some(*x) }))
+                        .collect()
+                })
+                .collect();
+            let mut buffer = ReplayBuffer::new(DIMS, 10_000).unwrap();
+            for (e, path) in positions.iter().enumerate() {
+                let mut episode = Episode::start(DIMS, &[e as f32], &[path[0]]);
+                for p in &path[1..] {
+                    episode.push(&[10.0], &[0.1], &[e as f32], &[*p]);
+                }
+                episode.set_terminated(terminated);
+                buffer.push(episode).unwrap();
+            }
+            let config = HerConfig { strategy, k, success_is_terminal, ..HerConfig::default() };
+            let n = 4_000;
+            let mut batch = TransitionBatch::default();
+            sample_batch(&buffer, &config, n, &Wide, &mut rng_from_seed(seed), &mut batch);
+            prop_assert_eq!(batch.len(), n);
+
+            let p = if strategy == HerStrategy::None { 0.0 } else { k as f64 / (k as f64 + 1.0) };
+            let share = batch.goal_steps.iter().filter(|g| g.is_some()).count() as f64 / n as f64;
+            let tolerance = 5.0 * (p * (1.0 - p) / n as f64).sqrt() + 1e-12;
+            prop_assert!((share - p).abs() <= tolerance, "share {} vs {}", share, p);
+
+            for i in 0..n {
+                let (e, t) = (batch.obs[i] as usize, batch.steps[i]);
+                let path = &positions[e];
+                let len = path.len() - 1;
+                prop_assert!(t < len);
+                let goal = match batch.goal_steps[i] {
+                    None => 10.0,
+                    Some(g) => {
+                        let allowed = match strategy {
+                            HerStrategy::None => false,
+                            HerStrategy::Future => (t + 1..=len).contains(&g),
+                            HerStrategy::Final => g == len,
+                            HerStrategy::Episode => (1..=len).contains(&g),
+                        };
+                        prop_assert!(allowed, "{:?}: goal step {} for t = {} of {}", strategy, g, t, len);
+                        path[g]
+                    }
+                };
+                prop_assert_eq!(batch.goals[i], goal);
+                prop_assert_eq!(batch.next_achieved[i], path[t + 1]);
+                let reward = hand_reward(path[t + 1], goal);
+                prop_assert_eq!(batch.rewards[i], reward);
+                let terminal = if success_is_terminal {
+                    reward == 0.0
+                } else {
+                    batch.goal_steps[i].is_none() && terminated && t + 1 == len
+                };
+                prop_assert_eq!(batch.terminals[i], terminal);
+            }
+        }
+    }
 }

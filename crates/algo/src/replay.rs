@@ -549,4 +549,68 @@ mod tests {
         assert_eq!(small.episodes(), 2);
         assert_eq!(small.episode(0).obs(0)[0], 2.0);
     }
+
+    use proptest::prelude::*;
+    use rand::RngExt;
+
+    use crate::testutil::check_damaged_loads;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Any buffer round trips through its bytes; every truncation is an
+        /// error and any single bit flip an error or a valid buffer, and an
+        /// error leaves the buffer it was loaded into unchanged.
+        #[test]
+        fn any_buffer_round_trips_and_damaged_bytes_never_load_garbage(
+            lens in prop::collection::vec(1usize..6, 1..5),
+            terminated in prop::collection::vec(any::<bool>(), 5),
+            seed in any::<u64>(),
+            flips in prop::collection::vec(any::<prop::sample::Index>(), 256),
+        ) {
+            let mut rng = rng_from_seed(seed);
+            let mut value = || rng.random_range(-2.0f32..2.0);
+            let mut buffer = ReplayBuffer::new(DIMS, 40).unwrap();
+            for (e, len) in lens.iter().enumerate() {
+                let mut episode = Episode::start(DIMS, &[value(), value()], &[value()]);
+                for _ in 0..*len {
+                    episode.push(&[value()], &[value()], &[value(), value()], &[value()]);
+                }
+                episode.set_terminated(terminated[e]);
+                buffer.push(episode).unwrap();
+            }
+            let bytes = buffer.to_bytes();
+            let mut restored = ReplayBuffer::new(DIMS, 40).unwrap();
+            restored.load_bytes(&bytes).unwrap();
+            prop_assert_eq!(&restored.episodes, &buffer.episodes);
+            prop_assert_eq!(restored.transitions(), lens.iter().sum::<usize>());
+            prop_assert_eq!(restored.to_bytes(), bytes.clone());
+
+            let mut target = ReplayBuffer::new(DIMS, 40).unwrap();
+            target.push(episode(7.0, 2)).unwrap();
+            let valid = |b: &ReplayBuffer| {
+                let sum: usize = b.episodes.iter().map(Episode::len).sum();
+                if sum != b.transitions() || b.transitions() > b.capacity() {
+                    return Err(format!("{sum} transitions counted as {}", b.transitions()));
+                }
+                for e in &b.episodes {
+                    e.check(DIMS).map_err(|e| e.to_string())?;
+                }
+                let mut again = ReplayBuffer::new(DIMS, 40).unwrap();
+                again.load_bytes(&b.to_bytes()).map_err(|e| e.to_string())?;
+                if again.episodes != b.episodes {
+                    return Err("does not round trip".into());
+                }
+                Ok(())
+            };
+            check_damaged_loads(
+                &bytes,
+                &target,
+                flips.iter().map(|i| i.index(bytes.len() * 8)),
+                ReplayBuffer::to_bytes,
+                ReplayBuffer::load_bytes,
+                valid,
+            );
+        }
+    }
 }

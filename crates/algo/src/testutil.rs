@@ -151,3 +151,50 @@ pub(crate) fn assert_all_close(actual: &[f32], expected: &[f64], tol: f64, what:
         );
     }
 }
+
+/// Loads damaged copies of a saved memory `bytes` into a copy of `target`
+/// (which holds something else): every strict prefix must be an error, and
+/// each bit of `bits` flipped must be an error or load a memory `valid`
+/// accepts; an error must leave the target's saved bytes as they were.
+/// Returns how many flips loaded. Panics (a proptest failure) otherwise.
+pub(crate) fn check_damaged_loads<B: Clone>(
+    bytes: &[u8],
+    target: &B,
+    bits: impl IntoIterator<Item = usize>,
+    to_bytes: impl Fn(&B) -> Vec<u8>,
+    load: impl Fn(&mut B, &[u8]) -> Result<()>,
+    valid: impl Fn(&B) -> std::result::Result<(), String>,
+) -> usize {
+    let untouched = to_bytes(target);
+    for cut in 0..bytes.len() {
+        let mut copy = target.clone();
+        assert!(
+            load(&mut copy, &bytes[..cut]).is_err(),
+            "a prefix of {cut} of {} bytes loaded",
+            bytes.len()
+        );
+        assert!(
+            to_bytes(&copy) == untouched,
+            "a failed load of {cut} bytes changed the memory"
+        );
+    }
+    let mut loaded = 0;
+    for bit in bits {
+        let mut flipped = bytes.to_vec();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let mut copy = target.clone();
+        match load(&mut copy, &flipped) {
+            Err(_) => assert!(
+                to_bytes(&copy) == untouched,
+                "a failed load (bit {bit}) changed the memory"
+            ),
+            Ok(()) => {
+                if let Err(why) = valid(&copy) {
+                    panic!("bit {bit} flipped loaded an invalid memory: {why}");
+                }
+                loaded += 1;
+            }
+        }
+    }
+    loaded
+}

@@ -89,7 +89,8 @@ impl TransitionBuffer {
         &self.items[index]
     }
 
-    /// Stores `t`, evicting the oldest transition when full.
+    /// Stores `t`, evicting the oldest transition when full. A transition of
+    /// the wrong shape or holding a non-finite value is an error.
     pub fn push(&mut self, t: Transition) -> Result<()> {
         let d = self.dims;
         let ok = t.obs.len() == d.obs
@@ -104,6 +105,12 @@ impl TransitionBuffer {
                 t.goal.len(),
                 t.action.len()
             )));
+        }
+        let values = [&t.obs, &t.next_obs, &t.goal, &t.action];
+        if !t.reward.is_finite() || values.iter().any(|v| v.iter().any(|x| !x.is_finite())) {
+            // A damaged saved memory can hold NaN; training on it would
+            // poison every network it reaches.
+            return Err(Error::Shape("transition holds a non-finite value".into()));
         }
         if self.items.len() == self.capacity {
             self.items.pop_front();
@@ -139,5 +146,91 @@ impl TransitionBuffer {
         }
         *self = fresh;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use rand::RngExt;
+    use shoal_core::rng_from_seed;
+
+    use super::*;
+    use crate::testutil::check_damaged_loads;
+
+    const DIMS: TransitionDims = TransitionDims {
+        obs: 2,
+        goal: 1,
+        act: 2,
+    };
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Any buffer round trips through its bytes; every truncation is an
+        /// error and any single bit flip an error or a valid buffer (right
+        /// shapes, finite values, within capacity), and an error leaves the
+        /// buffer it was loaded into unchanged.
+        #[test]
+        fn any_buffer_round_trips_and_damaged_bytes_never_load_garbage(
+            terminal in prop::collection::vec(any::<bool>(), 1..12),
+            seed in any::<u64>(),
+            flips in prop::collection::vec(any::<prop::sample::Index>(), 256),
+        ) {
+            let mut rng = rng_from_seed(seed);
+            let mut values = |n: usize| (0..n).map(|_| rng.random_range(-2.0f32..2.0)).collect::<Vec<_>>();
+            let mut buffer = TransitionBuffer::new(DIMS, 20).unwrap();
+            for end in &terminal {
+                buffer
+                    .push(Transition {
+                        obs: values(2),
+                        action: values(2),
+                        reward: values(1)[0],
+                        next_obs: values(2),
+                        goal: values(1),
+                        terminal: *end,
+                    })
+                    .unwrap();
+            }
+            let bytes = buffer.to_bytes();
+            let mut restored = TransitionBuffer::new(DIMS, 20).unwrap();
+            restored.load_bytes(&bytes).unwrap();
+            prop_assert_eq!(&restored.items, &buffer.items);
+            prop_assert_eq!(restored.to_bytes(), bytes.clone());
+
+            let mut target = TransitionBuffer::new(DIMS, 20).unwrap();
+            target
+                .push(Transition {
+                    obs: vec![7.0; 2],
+                    action: vec![7.0; 2],
+                    reward: 7.0,
+                    next_obs: vec![7.0; 2],
+                    goal: vec![7.0],
+                    terminal: true,
+                })
+                .unwrap();
+            let valid = |b: &TransitionBuffer| {
+                if b.len() > b.capacity {
+                    return Err(format!("{} transitions in a buffer of {}", b.len(), b.capacity));
+                }
+                for t in &b.items {
+                    let shaped = t.obs.len() == 2 && t.next_obs.len() == 2 && t.goal.len() == 1 && t.action.len() == 2;
+                    let values = [&t.obs, &t.next_obs, &t.goal, &t.action];
+                    let finite = t.reward.is_finite() && values.iter().all(|v| v.iter().all(|x| x.is_finite()));
+                    if !(shaped && finite) {
+                        return Err(format!("{t:?}"));
+                    }
+                }
+                Ok(())
+            };
+            check_damaged_loads(
+                &bytes,
+                &target,
+                flips.iter().map(|i| i.index(bytes.len() * 8)),
+                TransitionBuffer::to_bytes,
+                TransitionBuffer::load_bytes,
+                valid,
+            );
+        }
     }
 }
