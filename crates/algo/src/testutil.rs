@@ -153,8 +153,8 @@ pub(crate) fn assert_all_close(actual: &[f32], expected: &[f64], tol: f64, what:
 }
 
 /// Loads damaged copies of a saved memory `bytes` into a copy of `target`
-/// (which holds something else): every strict prefix must be an error, and
-/// each bit of `bits` flipped must be an error or load a memory `valid`
+/// (which holds something else): every strict prefix and the bytes with one
+/// more byte must be errors, and each bit of `bits` flipped an error or a memory `valid`
 /// accepts; an error must leave the target's saved bytes as they were.
 /// Returns how many flips loaded. Panics (a proptest failure) otherwise.
 pub(crate) fn check_damaged_loads<B: Clone>(
@@ -176,6 +176,18 @@ pub(crate) fn check_damaged_loads<B: Clone>(
         assert!(
             to_bytes(&copy) == untouched,
             "a failed load of {cut} bytes changed the memory"
+        );
+    }
+    for extra in [0u8, 1, 255] {
+        let mut copy = target.clone();
+        let longer = [bytes, &[extra]].concat();
+        assert!(
+            load(&mut copy, &longer).is_err(),
+            "a trailing byte {extra} loaded"
+        );
+        assert!(
+            to_bytes(&copy) == untouched,
+            "a failed load (trailing byte) changed the memory"
         );
     }
     let mut loaded = 0;
