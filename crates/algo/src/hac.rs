@@ -1459,7 +1459,10 @@ mod tests {
             subgoal_high: Some(vec![1.0]),
             ..small()
         };
-        assert!(Hac::new(config, env(25), env(25), 0).is_err());
+        assert!(matches!(
+            Hac::new(config, env(25), env(25), 0),
+            Err(Error::Config(m)) if m.starts_with("hac subgoal_low / subgoal_high must give 2 finite bounds")
+        ));
     }
 
     #[test]
@@ -1632,11 +1635,29 @@ mod tests {
             6,
         );
         let before = three.save_state();
-        assert!(three.load_state(&state).is_err());
+        let shape = |result: Result<()>| match result {
+            Err(Error::Shape(message)) => message,
+            other => panic!("expected a shape error, got {other:?}"),
+        };
+        assert_eq!(
+            shape(three.load_state(&state)),
+            "HAC state has 2 levels, this agent 3"
+        );
         assert!(three.save_state() == before);
-        assert!(three.load_memory(&memory).is_err());
-        assert!(learner.load_state(&state[..state.len() / 2]).is_err());
-        assert!(learner.load_memory(&memory[..memory.len() - 3]).is_err());
+        assert_eq!(
+            shape(three.load_memory(&memory)),
+            "HAC memory has 2 levels, this agent 3"
+        );
+        let truncated = shape(learner.load_state(&state[..state.len() / 2]));
+        assert!(
+            truncated.starts_with("HAC state is unreadable: "),
+            "{truncated}"
+        );
+        let truncated = shape(learner.load_memory(&memory[..memory.len() - 3]));
+        assert!(
+            truncated.starts_with("HAC memory is unreadable: "),
+            "{truncated}"
+        );
     }
 
     /// Per proposal of the upper level in frozen episodes of a 2-level

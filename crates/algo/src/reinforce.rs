@@ -813,12 +813,18 @@ mod tests {
             gamma: 1.5,
             ..fast()
         };
-        assert!(Reinforce::new(bad, env(), env(), 0).is_err());
+        assert!(matches!(
+            Reinforce::new(bad, env(), env(), 0),
+            Err(Error::Config(m)) if m == "reinforce gamma must be in [0, 1], got 1.5"
+        ));
         let mut agent = toy(0, fast());
         let mut state = agent.save_state();
         state.truncate(state.len() / 2);
         let before = GradientLearner::parameters(&agent);
-        assert!(agent.load_state(&state).is_err());
+        assert!(matches!(
+            agent.load_state(&state),
+            Err(Error::Shape(m)) if m.starts_with("REINFORCE state is unreadable: ")
+        ));
         assert_eq!(
             before,
             GradientLearner::parameters(&agent),
