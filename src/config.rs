@@ -352,6 +352,16 @@ pub const PRESETS: &[Preset] = &[
         build: toy_ddpg_her,
     },
     Preset {
+        name: "push-far-ddpg-her",
+        about: "arm pushes a box 0.4-0.7 m in 200 steps (long horizon), DDPG + HER",
+        build: || goal_preset(EnvConfig::ArmPush(shoal_env::ArmPushConfig::far())),
+    },
+    Preset {
+        name: "push-far-hac",
+        about: "arm pushes a box 0.4-0.7 m in 200 steps (long horizon), 2-level HAC + HER",
+        build: || hac_preset(EnvConfig::ArmPush(shoal_env::ArmPushConfig::far())),
+    },
+    Preset {
         name: "push-hac",
         about: "arm pushes a box to a goal, 2-level HAC + HER",
         build: || hac_preset(EnvConfig::ArmPush(Default::default())),
@@ -499,9 +509,16 @@ fn hac_preset(env: EnvConfig) -> RunConfig {
         EnvConfig::BallToNet(ball) => ball.arm.object_region(0.3, 0.1),
         _ => unreachable!("the arm HAC presets are arm tasks"),
     };
+    // Each level acts at most H times per attempt: H² steps must cover the
+    // episode (50 steps: H = 10; the far push's 200: H = 15).
+    let steps = match &env {
+        EnvConfig::ArmPush(push) => push.arm.max_episode_steps,
+        EnvConfig::BallToNet(ball) => ball.arm.max_episode_steps,
+        _ => unreachable!("the arm HAC presets are arm tasks"),
+    };
     let algo = HacConfig {
         levels: 2,
-        horizon: 10,
+        horizon: if steps > 100 { 15 } else { 10 },
         subgoal_low: Some(low),
         subgoal_high: Some(high),
         ..HacConfig::default()

@@ -630,6 +630,8 @@ const TESTED_PRESETS: &[&str] = &[
     "push-ddpg-her",
     "ball-ddpg-her",
     "toy-ddpg-her",
+    "push-far-ddpg-her",
+    "push-far-hac",
     "push-hac",
     "ball-hac",
     "toy-hac",
@@ -699,6 +701,12 @@ fn preset_ball_ddpg_her_runs_end_to_end() {
 #[test]
 fn preset_toy_ddpg_her_runs_end_to_end() {
     run_preset("toy-ddpg-her", 4, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_push_far_runs_end_to_end() {
+    run_preset("push-far-ddpg-her", 2, FEW_UPDATES, true);
+    run_preset("push-far-hac", 2, FEW_UPDATES, true);
 }
 
 #[test]

@@ -63,7 +63,9 @@
 //! gripper in x and y, at least `min_object_gripper_distance` (0.1 m) from
 //! it. The goal is at box-centre height at a uniform point within
 //! ±`goal_range` (0.15 m) of the gripper, farther than `distance_threshold`
-//! from the box, so no episode starts solved. Both are drawn from the
+//! (and than `min_goal_distance`, when set) from the box, so no episode
+//! starts solved. [`ArmPushConfig::far`] is the long-horizon variant: goals
+//! 0.4–0.7 m from the box, a 1.2 m square table, 200 steps. Both are drawn from the
 //! environment's generator: `reset(Some(seed))` gives a bit-identical
 //! episode, `reset(None)` continues the stream (seed 0 if never seeded);
 //! the physics world is rebuilt on every reset. (FetchPush does not reject
@@ -99,6 +101,7 @@
 //! | `object_range` | f32 | 0.15 | m |
 //! | `goal_range` | f32 | 0.15 | m |
 //! | `min_object_gripper_distance` | f32 | 0.1 | m |
+//! | `min_goal_distance` | f32 | 0.0 | m |
 //!
 //! **Physics.** FetchPush integrates 20 MuJoCo substeps of 2 ms per control
 //! step. Here one control step is `substeps` = 4 rapier steps of 10 ms (the
@@ -177,6 +180,10 @@ pub struct ArmPushConfig {
     /// Least horizontal distance (m) between box and gripper at the start.
     /// Default 0.1 m.
     pub min_object_gripper_distance: f32,
+    /// Least distance (m) between box and goal at the start, at most
+    /// `goal_range`; `distance_threshold` when smaller. Default 0: any goal
+    /// not already reached. [`ArmPushConfig::far`] sets 0.4 m.
+    pub min_goal_distance: f32,
 }
 
 impl Default for ArmPushConfig {
@@ -189,6 +196,7 @@ impl Default for ArmPushConfig {
             object_range: 0.15,
             goal_range: 0.15,
             min_object_gripper_distance: 0.1,
+            min_goal_distance: 0.0,
         }
     }
 }
@@ -208,6 +216,30 @@ impl ArmPushConfig {
         goal_range: f32,
         /// Sets [`ArmPushConfig::min_object_gripper_distance`] (m).
         min_object_gripper_distance: f32,
+        /// Sets [`ArmPushConfig::min_goal_distance`] (m).
+        min_goal_distance: f32,
+    }
+
+    /// The long-horizon push: goals 0.4–0.7 m from the box (2–3× the
+    /// default's distances, on a 1.2 m square table), 200 steps an episode.
+    /// A flat policy must keep pushing along one line for 20–40 steps,
+    /// where the default task needs 5–15.
+    ///
+    /// ```
+    /// use shoal_env::ArmPushConfig;
+    /// let far = ArmPushConfig::far();
+    /// assert_eq!(far.arm.max_episode_steps, 200);
+    /// assert!(far.validate().is_ok());
+    /// ```
+    pub fn far() -> Self {
+        ArmPushConfig {
+            arm: ArmConfig::default()
+                .max_episode_steps(200)
+                .table_half_extents([0.6, 0.6]),
+            goal_range: 0.5,
+            min_goal_distance: 0.4,
+            ..ArmPushConfig::default()
+        }
     }
 
     /// Checks that every value is usable, naming the first that is not.
@@ -230,6 +262,15 @@ impl ArmPushConfig {
             return Err(Error::Config(format!(
                 "min_object_gripper_distance must lie in [0, object_range = {}], got {}",
                 self.object_range, self.min_object_gripper_distance
+            )));
+        }
+        if !(self.min_goal_distance.is_finite()
+            && self.min_goal_distance >= 0.0
+            && self.min_goal_distance <= self.goal_range)
+        {
+            return Err(Error::Config(format!(
+                "min_goal_distance must lie in [0, goal_range = {}], got {}",
+                self.goal_range, self.min_goal_distance
             )));
         }
         if self.goal_range < self.arm.distance_threshold {
@@ -282,10 +323,13 @@ impl ArmPush {
             config.min_object_gripper_distance,
         );
         let z = config.arm.table_height + config.box_half_size;
+        // Strictly farther than the threshold: no episode starts solved. A
+        // goal square's far corner is at least goal_range · √2 from any box,
+        // so a least distance up to goal_range is always met.
+        let least = config.arm.distance_threshold.max(config.min_goal_distance);
         let goal = loop {
             let goal = sample_rect(rng, gripper, [config.goal_range; 2]);
-            // Strictly farther than the threshold: no episode starts solved.
-            if crate::arm::goal_distance(&goal, &object) > config.arm.distance_threshold {
+            if crate::arm::goal_distance(&goal, &object) > least {
                 break goal;
             }
         };
@@ -463,6 +507,46 @@ mod tests {
             .filter(|&seed| solved(&rollout(&mut env, seed, scripted(&config)).1))
             .count();
         assert!(solved >= 40, "scripted pusher solved only {solved} of 50");
+    }
+
+    #[test]
+    fn far_goals_start_far_and_the_scripted_pusher_still_reaches_them() {
+        let config = ArmPushConfig::far();
+        let mut env = env(config.clone());
+        let mut solved_count = 0;
+        for seed in 0..30 {
+            let first = env.reset(Some(seed));
+            let (_, achieved, desired) = env.split_obs(&first);
+            let distance = ((achieved[0] - desired[0]).powi(2)
+                + (achieved[1] - desired[1]).powi(2)
+                + (achieved[2] - desired[2]).powi(2))
+            .sqrt();
+            // Box within ±0.15 m, goal within ±0.5 m of the start: at most
+            // (0.65² + 0.65²)^½ apart.
+            assert!((0.4..=0.92).contains(&distance), "seed {seed}: {distance}");
+            let (_, steps) = rollout(&mut env, seed, scripted(&config));
+            if solved(&steps) {
+                solved_count += 1;
+            }
+        }
+        assert!(
+            solved_count >= 27,
+            "scripted pusher solved {solved_count} of 30 far goals"
+        );
+    }
+
+    #[test]
+    fn far_episodes_are_seeded() {
+        let config = ArmPushConfig::far();
+        testutil::check_seeded_determinism(&mut env(config.clone()), scripted(&config));
+        let err = ArmPushConfig::far()
+            .min_goal_distance(0.6)
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: min_goal_distance must lie in [0, goal_range = 0.5], got 0.6"
+        );
     }
 
     #[test]
