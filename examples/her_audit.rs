@@ -394,6 +394,81 @@ mod tests {
         episode
     }
 
+    /// Success within 0.05 m along x, as the arm tasks judge it.
+    struct Near;
+    impl GoalReward for Near {
+        fn reward(&self, a: &[f32], d: &[f32]) -> f32 {
+            if self.success(a, d) { 0.0 } else { -1.0 }
+        }
+        fn success(&self, a: &[f32], d: &[f32]) -> bool {
+            (a[0] - d[0]).abs() < 0.05
+        }
+    }
+
+    #[test]
+    fn a_tally_splits_relabels_at_the_last_push() {
+        // Pushed in steps 0 and 1, rolling in steps 2 and 3 (speed 4, 6,
+        // 3, 2 cm per step, the gripper left behind), still moving at the
+        // end and 0.85 m short of the goal at x = 1: a missed ball, settle
+        // step T = 4, so only goals from step 4 are its resting place.
+        let e = episode(&[
+            (-0.045, 0.0),
+            (-0.005, 0.04),
+            (0.02, 0.10),
+            (0.02, 0.13),
+            (0.02, 0.15),
+        ]);
+        assert_eq!(last_push(&e, REACH), Some(1));
+        let her = HerConfig::default();
+        let mut tally = Tally::default();
+        tally.add_episode(&e, &her, REACH, &Near, 5);
+
+        // The same draws, counted by hand from the batch.
+        let mut batch = TransitionBatch::default();
+        sample_episode(
+            &e,
+            &her,
+            SAMPLES * 4,
+            &Near,
+            &mut rng_from_seed(5),
+            &mut batch,
+        );
+        let relabelled = |keep: &dyn Fn(usize, usize) -> bool| {
+            (0..batch.len())
+                .filter(|&i| batch.goal_steps[i].is_some_and(|g| keep(batch.steps[i], g)))
+                .count()
+        };
+        assert_eq!(tally.total, 160);
+        assert_eq!(tally.original, 160 - relabelled(&|_, _| true));
+        assert_eq!(tally.static_object, 0);
+        assert_eq!(tally.pushing, relabelled(&|t, _| t <= 1));
+        assert_eq!(tally.rolling, relabelled(&|t, _| t >= 2));
+        assert_eq!(tally.missed, relabelled(&|_, g| g == 4));
+        assert_eq!(tally.missed_rolling, relabelled(&|t, g| t >= 2 && g == 4));
+        // Goals from a later point of a ball still rolling by itself: every
+        // rolling relabel here is reached (0.05 m) only if it is within 5 cm.
+        assert_eq!(
+            tally.rolling_success,
+            (0..batch.len())
+                .filter(|&i| batch.steps[i] >= 2 && batch.goal_steps[i].is_some())
+                .filter(|&i| (e.achieved(batch.steps[i] + 1)[0]
+                    - e.achieved(batch.goal_steps[i].unwrap())[0])
+                    .abs()
+                    < 0.05)
+                .count()
+        );
+        assert!(tally.pushing > 0 && tally.rolling > 0 && tally.missed_rolling > 0);
+        assert_eq!((tally.episodes, tally.moved, tally.settled), (1, 1, 0));
+
+        // A ball never touched: every relabel is static, none is split.
+        let still = episode(&[(-0.2, 0.0), (-0.1, 0.0), (-0.1, 0.0)]);
+        let mut tally = Tally::default();
+        tally.add_episode(&still, &her, REACH, &Near, 5);
+        assert_eq!(tally.static_object + tally.original, tally.total);
+        assert!(tally.static_object > 0);
+        assert_eq!((tally.pushing, tally.rolling, tally.moved), (0, 0, 0));
+    }
+
     #[test]
     fn a_ball_never_touched_has_no_push() {
         // The gripper passes 2 cm from the ball, which never moves.
