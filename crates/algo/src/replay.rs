@@ -461,26 +461,33 @@ mod tests {
     fn empty_buffer_samples_nothing_and_bad_episodes_are_rejected() {
         let mut buffer = ReplayBuffer::new(DIMS, 5).unwrap();
         assert!(buffer.sample_transition(&mut rng_from_seed(0)).is_none());
-        assert!(
-            buffer
-                .push(Episode::start(DIMS, &[0.0, 0.0], &[0.0]))
-                .is_err(),
-            "empty"
+        let message = |result: Result<()>| result.unwrap_err().to_string();
+        let empty = message(buffer.push(Episode::start(DIMS, &[0.0, 0.0], &[0.0])));
+        assert_eq!(
+            empty,
+            "shape mismatch: episode vectors disagree: 0 actions, 0 desired, 2 obs, 1 achieved values"
         );
-        assert!(
-            buffer.push(episode(0.0, 6)).is_err(),
-            "longer than the capacity"
+        assert_eq!(
+            message(buffer.push(episode(0.0, 6))),
+            "invalid configuration: an episode of 6 transitions does not fit a replay buffer of 5"
         );
         let mut nan = episode(0.0, 2);
         nan.push(&[f32::NAN], &[0.0], &[0.0, 0.0], &[0.0]);
-        assert!(buffer.push(nan).is_err());
-        let other = EpisodeDims { obs: 3, ..DIMS };
-        assert!(
-            buffer
-                .push(Episode::start(other, &[0.0; 3], &[0.0]))
-                .is_err()
+        assert_eq!(
+            message(buffer.push(nan)),
+            "shape mismatch: episode holds a non-finite value"
         );
-        assert!(ReplayBuffer::new(DIMS, 0).is_err());
+        let other = EpisodeDims { obs: 3, ..DIMS };
+        let wrong = message(buffer.push(Episode::start(other, &[0.0; 3], &[0.0])));
+        assert!(
+            wrong.starts_with("shape mismatch: episode has dimensions "),
+            "{wrong}"
+        );
+        assert!(matches!(
+            ReplayBuffer::new(DIMS, 0),
+            Err(Error::Config(m)) if m == "replay buffer capacity must be at least 1"
+        ));
+        assert!(buffer.is_empty(), "nothing rejected was stored");
     }
 
     #[test]
