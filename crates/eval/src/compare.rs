@@ -173,7 +173,9 @@ const GROUP_METRICS: [&str; 7] = [
 /// One row per group of runs (e.g. the seeds of one setting of a sweep):
 /// `group`, `runs` (with a summary / given), `reached` (runs whose
 /// `episodes_to_target` is set, when any run has a target), then for every
-/// number of [`GROUP_METRICS`] that some run has, `median [min, max]` over
+/// number some run has among `eval_return_mean`, `eval_success_rate`,
+/// `return_ratio_to_gait`, `episodes_to_target`,
+/// `per_worker_episodes_to_target`, `wall_s_to_target` and `wall_s`, `median [min, max]` over
 /// the runs that have it. A run without `summary.json` yet counts as not
 /// finished rather than an error, so a half-done sweep can be compared.
 ///
