@@ -599,12 +599,9 @@ impl RunConfig {
             .worker_overrides
             .get(rank)
             .map_or(&[][..], Vec::as_slice);
-        let cfg = self.with_overrides(overrides).map_err(|e| {
-            Error::Config(format!(
-                "parallel.worker_overrides of worker {rank}: {}",
-                e.to_string().trim_start_matches("invalid configuration: ")
-            ))
-        })?;
+        let cfg = self
+            .with_overrides(overrides)
+            .map_err(|e| in_context(&format!("parallel.worker_overrides of worker {rank}"), e))?;
         let scale = self
             .parallel
             .worker_lr_scales
@@ -651,6 +648,16 @@ pub fn migrate(tree: &mut toml::Table) {
     {
         parallel.insert("worker_lr_scales".into(), toml::Value::Array(vec![scale]));
     }
+}
+
+/// `error` as a config error whose line starts with `context`: its own
+/// message keeps no second "invalid configuration:" prefix.
+pub(crate) fn in_context(context: &str, error: Error) -> Error {
+    let message = match error {
+        Error::Config(message) => message,
+        other => other.to_string(),
+    };
+    Error::Config(format!("{context}: {message}"))
 }
 
 /// toml's errors span several lines with a source excerpt; keep the message.

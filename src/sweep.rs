@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use shoal_core::{Error, Result};
 use shoal_eval::{RunDir, compare_groups};
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, in_context};
 
 /// At most this many seeds, and this many cells in a sweep: a typo such
 /// as `--seeds 0..1000000` is refused instead of queued.
@@ -199,7 +199,7 @@ pub enum CellState {
 /// Where `dir` stands.
 pub fn cell_state(dir: &Path) -> CellState {
     let run = RunDir::new(dir);
-    if run.path().join("summary.json").is_file() {
+    if run.summary().is_file() {
         CellState::Finished
     } else if run.checkpoints().join("latest").exists() {
         CellState::Resume
@@ -231,7 +231,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         overrides.extend(cell.assignments.iter().cloned());
         overrides.push(format!("seed={}", cell.seed));
         RunConfig::resolve(&args.source, &overrides)
-            .map_err(|e| Error::Config(format!("cell {}: {}", cell.setting, bare(&e))))?;
+            .map_err(|e| in_context(&format!("cell {}", cell.setting), e))?;
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("finding the shoal binary", e))?;
     let pending: Vec<&Cell> = cells
@@ -310,14 +310,6 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
             first.seed,
             log_path(first).display()
         ))),
-    }
-}
-
-/// The message of a config error, without its "invalid configuration: ".
-fn bare(e: &Error) -> String {
-    match e {
-        Error::Config(message) => message.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -27,7 +27,7 @@ use shoal_parallel::{
     IterationRecord, Pool, PoolConfig, ProcessConfig, Resume, RolloutGather, Strategy, launch_with,
 };
 
-use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind};
+use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind, in_context};
 use crate::progress::ProgressReporter;
 
 /// Seed stream of the evaluation episodes: the same for every evaluation of a
@@ -1033,18 +1033,8 @@ fn config_must_match(saved: &str, origin: &Path, cfg: &RunConfig) -> Result<()> 
     // renamed keys migrated, keys added since at their defaults.
     let today = RunConfig::from_toml(saved, "saved config").map(|c| c.to_toml());
     let saved = today.as_deref().unwrap_or(saved);
-    shoal_eval::check_config_matches(saved, &cfg.to_toml(), &["train"]).map_err(|e| {
-        // Keep the message, not its "invalid configuration:" prefix, so the
-        // error line says it once.
-        let message = match e {
-            Error::Config(message) => message,
-            other => other.to_string(),
-        };
-        Error::Config(format!(
-            "cannot resume from {}: {message}",
-            origin.display()
-        ))
-    })
+    shoal_eval::check_config_matches(saved, &cfg.to_toml(), &["train"])
+        .map_err(|e| in_context(&format!("cannot resume from {}", origin.display()), e))
 }
 
 /// A run's config and the learner state of its latest checkpoint.

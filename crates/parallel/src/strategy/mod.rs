@@ -734,17 +734,22 @@ mod tests {
         Ok((records, learner.parameters(), summary))
     }
 
-    fn pool_body(comm: &dyn Communicator) -> Result<Outcome> {
-        let config = PoolConfig::default()
+    /// 8 iterations of 4 episodes, 3 selection episodes per candidate, the
+    /// promoted agent evaluated on 2 episodes at iterations 4 and 8.
+    fn pool_config() -> PoolConfig {
+        PoolConfig::default()
             .iterations(8)
             .episodes_per_iteration(4)
             .selection_episodes(3)
             .eval_interval(4)
             .eval_episodes(2)
-            .seed(SEED);
+            .seed(SEED)
+    }
+
+    fn pool_body(comm: &dyn Communicator) -> Result<Outcome> {
         run_with(
             comm,
-            &mut Pool::new(config),
+            &mut Pool::new(pool_config()),
             &mut Quadratic::new(SEED, comm.rank()),
         )
     }
@@ -899,16 +904,9 @@ mod tests {
     #[test]
     fn pool_evaluates_the_promoted_agent_as_a_single_learner_would() {
         let outcomes = run_threads(3, |comm: &dyn Communicator| {
-            let config = PoolConfig::default()
-                .iterations(8)
-                .episodes_per_iteration(4)
-                .selection_episodes(3)
-                .eval_interval(4)
-                .eval_episodes(2)
-                .seed(SEED);
             let mut learner = Quadratic::new(SEED, comm.rank());
             let mut promoted = Vec::new();
-            Pool::new(config).run(
+            Pool::new(pool_config()).run(
                 comm,
                 &mut learner,
                 &mut |record: &IterationRecord, l: &Quadratic| {
