@@ -402,43 +402,58 @@ fn summary_without_wall(run: &Path) -> serde_json::Value {
 
 #[test]
 fn every_strategy_gives_the_same_run_on_threads_and_processes() {
+    // 2 workers, and 16 on 2 cores (the widest the scaling series goes):
+    // both backends must give the same run to the bit either way.
     let dir = scratch("backends");
-    for strategy in ["pool", "gather", "averaging"] {
-        let mut runs = Vec::new();
-        for backend in ["threads", "processes"] {
-            let out_dir = format!("{strategy}-{backend}");
-            let set_strategy = format!("parallel.strategy=\"{strategy}\"");
-            let out = train_tiny(
-                &dir,
-                &out_dir,
-                &[
-                    "--workers",
-                    "2",
-                    "--backend",
-                    backend,
-                    "--set",
-                    &set_strategy,
-                ],
-            );
-            assert!(
-                out.status.success(),
-                "{strategy} on {backend}: {}",
-                stderr(&out)
-            );
-            let metrics =
-                std::fs::read_to_string(dir.join(&out_dir).join("metrics.jsonl")).unwrap();
-            let iterations = metrics
-                .lines()
-                .filter(|l| l.contains("\"iteration\""))
-                .count();
+    for (workers, per_iteration) in [(2u64, 10u64), (16, 1)] {
+        let episodes = 2 * workers * per_iteration;
+        for strategy in ["pool", "gather", "averaging"] {
+            let mut runs = Vec::new();
+            for backend in ["threads", "processes"] {
+                let out_dir = format!("{strategy}-{workers}-{backend}");
+                let out = shoal(
+                    &[
+                        "train",
+                        "toy-reinforce",
+                        "--out",
+                        &out_dir,
+                        "--quiet",
+                        "--workers",
+                        &workers.to_string(),
+                        "--backend",
+                        backend,
+                        "--set",
+                        &format!("parallel.strategy=\"{strategy}\""),
+                        "--set",
+                        &format!("parallel.episodes_per_iteration={per_iteration}"),
+                        "--set",
+                        &format!("train.episodes={episodes}"),
+                        "--set",
+                        "train.eval_every=20",
+                        "--set",
+                        "train.checkpoint_every=20",
+                    ],
+                    &dir,
+                );
+                assert!(
+                    out.status.success(),
+                    "{strategy}, {workers} workers on {backend}: {}",
+                    stderr(&out)
+                );
+                let records = records(&dir.join(&out_dir));
+                let iterations = records.iter().filter(|r| r["kind"] == "iteration").count();
+                assert_eq!(
+                    iterations, 2,
+                    "{episodes} episodes / ({workers} workers × {per_iteration}) per iteration"
+                );
+                runs.push((records, summary_without_wall(&dir.join(&out_dir))));
+            }
             assert_eq!(
-                iterations, 2,
-                "40 episodes / (2 workers × 10) per iteration"
+                runs[0], runs[1],
+                "{strategy}, {workers} workers: threads and processes differ"
             );
-            runs.push(summary_without_wall(&dir.join(&out_dir)));
+            assert_eq!(runs[0].1["episodes"], episodes);
         }
-        assert_eq!(runs[0], runs[1], "{strategy}: threads and processes differ");
-        assert_eq!(runs[0]["episodes"], 40);
     }
 }
 
@@ -722,4 +737,54 @@ fn preset_ball_hac_runs_end_to_end() {
 #[test]
 fn preset_toy_hac_runs_end_to_end() {
     run_preset("toy-hac", 4, FEW_UPDATES, true);
+}
+
+#[test]
+fn three_level_hac_trains_through_the_binary() {
+    // H = 4 with 3 levels: 4³ = 64 steps cover the toy's episode, and every
+    // level acts, collects transitions and trains.
+    let dir = scratch("hac-three-levels");
+    let out = shoal(
+        &[
+            "train",
+            "toy-hac",
+            "--out",
+            "run",
+            "--quiet",
+            "--set",
+            "algo.levels=3",
+            "--set",
+            "algo.horizon=4",
+            "--set",
+            "algo.n_batches=2",
+            "--set",
+            "train.episodes=6",
+            "--set",
+            "train.eval_every=3",
+            "--set",
+            "train.eval_episodes=1",
+            "--set",
+            "train.final_eval_episodes=2",
+        ],
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let updates: Vec<serde_json::Value> = records(&dir.join("run"))
+        .into_iter()
+        .filter(|r| r["kind"] == "update")
+        .collect();
+    assert!(!updates.is_empty());
+    let last = updates.last().unwrap();
+    for level in 0..3 {
+        let stored = last[format!("level{level}/buffer_transitions")]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no level {level} in {last}"));
+        assert!(stored > 0.0, "level {level} stored nothing: {last}");
+    }
+    assert!(last.get("level3/buffer_transitions").is_none(), "{last}");
+    // Two gradient steps per level after each of the 6 episodes: 6 × 3 × 2.
+    assert_eq!(last["charts/updates"].as_f64(), Some(36.0), "{last}");
+    let summary = summary_without_wall(&dir.join("run"));
+    assert_eq!(summary["episodes"], 6);
+    assert!(summary["eval_success_rate"].is_number(), "{summary}");
 }
