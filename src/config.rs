@@ -180,6 +180,12 @@ pub struct ParallelConfig {
     /// stopped, deadlocked or vanished worker; a silent rank 0). Must exceed
     /// the longest stretch of work between two collectives. Default 600.
     pub timeout_s: f64,
+    /// Write where each worker's time went into every iteration line
+    /// (`time/…`: CPU time computing and wall time in collectives by rank,
+    /// all-reduce calls and values), which `shoal scale` projects to real
+    /// cores from. Measured, so these keys differ between runs of the same
+    /// seed. Default false.
+    pub profile: bool,
 }
 
 impl Default for ParallelConfig {
@@ -193,6 +199,7 @@ impl Default for ParallelConfig {
             worker_lr_scales: vec![0.1],
             worker_overrides: Vec::new(),
             timeout_s: 600.0,
+            profile: false,
         }
     }
 }

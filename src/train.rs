@@ -24,7 +24,8 @@ use shoal_eval::{
 };
 use shoal_parallel::{
     AveragingConfig, Backend, Communicator, Control, Counters, GatherConfig, GradientAveraging,
-    IterationRecord, Pool, PoolConfig, ProcessConfig, Resume, RolloutGather, Strategy, launch_with,
+    IterationRecord, Pool, PoolConfig, ProcessConfig, Resume, RolloutGather, Strategy,
+    WorkerProfile, launch_with,
 };
 
 use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind, in_context};
@@ -573,6 +574,8 @@ struct Recorder {
     wall_before: f64,
     /// The pool's per-worker settings, written into every iteration line.
     worker_settings: Option<serde_json::Value>,
+    /// Whether iteration lines carry the workers' profiles (`parallel.profile`).
+    profile: bool,
 }
 
 impl Recorder {
@@ -611,6 +614,7 @@ impl Recorder {
             clock: Instant::now(),
             wall_before,
             worker_settings,
+            profile: cfg.parallel.profile,
         })
     }
 
@@ -716,6 +720,17 @@ impl Recorder {
         }
         if let Some(settings) = &self.worker_settings {
             line = line.field("pool/worker_settings", settings.clone());
+        }
+        if let (true, Some(first)) = (self.profile, record.profile.first()) {
+            let by_rank = |value: fn(&WorkerProfile) -> f64| -> Vec<f64> {
+                record.profile.iter().map(value).collect()
+            };
+            line = line
+                .field("time/compute_cpu_s", by_rank(|p| p.compute_cpu_s))
+                .field("time/comm_wall_s", by_rank(|p| p.comm_wall_s))
+                .field("time/all_reduces", first.all_reduces)
+                .field("time/all_reduce_values", first.all_reduce_values)
+                .field("time/other_collectives", first.other_collectives);
         }
         if let Some(selection) = &record.selection {
             line = line.scalar("pool/selection_return_mean", selection.return_mean);

@@ -153,6 +153,7 @@ mod launch;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
 mod process;
+mod profile;
 mod strategy;
 pub mod testing;
 #[cfg(test)]
@@ -167,6 +168,7 @@ pub use process::{
     COORDINATOR_PID_VAR, COORDINATOR_VAR, ProcessComm, ProcessConfig, RANK_VAR, TIMEOUT_VAR,
     TOKEN_VAR, WORLD_SIZE_VAR, is_worker_process, launch_processes, run_processes,
 };
+pub use profile::{Measured, TimedComm, WorkerProfile, thread_cpu_seconds};
 pub use strategy::averaging::{AveragingConfig, GradientAveraging};
 pub use strategy::gather::{GatherConfig, RolloutGather};
 pub use strategy::pool::{Pool, PoolConfig};

@@ -157,6 +157,7 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
             Ok((rollout, report)) => (Ok(WorkerStats::from_report(&report)), rollout),
             Err(error) => (Err(error), Vec::new()),
         };
+        let outcome = ctx.with_profile(outcome);
         let payload = pack(&outcome, &rollout)?;
         drop(rollout);
         // Rollouts travel with the stats, so this strategy gathers them

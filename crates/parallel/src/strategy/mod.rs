@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Error, EvalReport, LearnReport, Learner, Result};
 
 use crate::comm::{Communicator, comm_error};
+use crate::profile::{Measured, TimedComm, WorkerProfile};
 
 pub(crate) mod averaging;
 pub(crate) mod gather;
@@ -116,8 +117,12 @@ pub trait Strategy<L: Learner + ?Sized> {
     ) -> Result<RunSummary> {
         let counters = share(comm, comm.is_root().then_some(Ok(from.counters)))?;
         let name = self.name().to_string();
+        // Every collective goes through the timer, so each record can carry
+        // where every worker's time went (`IterationRecord::profile`).
+        let timer = TimedComm::new(comm);
         let mut ctx = Context {
-            comm,
+            comm: &timer,
+            timer: &timer,
             resume: from,
             counters,
             iterations: 0,
@@ -162,6 +167,7 @@ pub trait Strategy<L: Learner + ?Sized> {
 /// built-in strategies use to share outcomes and state.
 pub struct Context<'a> {
     comm: &'a dyn Communicator,
+    timer: &'a TimedComm<'a>,
     resume: &'a Resume,
     counters: Counters,
     iterations: u64,
@@ -248,6 +254,7 @@ impl<'a> Context<'a> {
         outcome: Result<WorkerStats>,
         decide: impl FnOnce(&[WorkerStats]) -> Result<IterationRecord>,
     ) -> Result<IterationRecord> {
+        let outcome = self.with_profile(outcome);
         let gathered = match gather_outcomes(self.comm, &outcome) {
             Ok(gathered) => gathered,
             // A rank that failed inside a collective left its peers there:
@@ -256,6 +263,19 @@ impl<'a> Context<'a> {
         };
         let from_root = gathered.map(|all| decide(&all.map_err(Error::Comm)?));
         own_error_first(outcome, share(self.comm, from_root))
+    }
+
+    /// `outcome` with this worker's [`WorkerProfile`] since its previous
+    /// one: CPU time computing and time in collectives, which
+    /// [`Context::record`] gathers into [`IterationRecord::profile`].
+    /// [`Context::share_record`] calls it; a strategy that gathers its
+    /// workers' stats itself calls it just before.
+    pub fn with_profile(&self, outcome: Result<WorkerStats>) -> Result<WorkerStats> {
+        let profile = self.timer.take();
+        outcome.map(|stats| WorkerStats {
+            profile: Some(profile),
+            ..stats
+        })
     }
 
     /// Loads the resumed state (if any) on every rank, else rank 0's
@@ -414,6 +434,12 @@ pub struct IterationRecord {
     /// Rank 0's callback alone sees it; it is never serialised.
     #[serde(skip)]
     pub memories: Option<Vec<Vec<u8>>>,
+    /// Where every worker's time went since the previous record, by rank
+    /// (empty if the strategy did not attach profiles; see
+    /// [`Context::with_profile`]). Measured, so it differs from run to run
+    /// and takes no part in comparing records; rank 0 alone holds it.
+    #[serde(skip)]
+    pub profile: Measured<Vec<WorkerProfile>>,
 }
 
 impl IterationRecord {
@@ -443,6 +469,7 @@ impl IterationRecord {
             worker_eval_means: Vec::new(),
             scalars: Vec::new(),
             memories: None,
+            profile: Measured::default(),
         }
     }
 
@@ -491,6 +518,9 @@ pub struct WorkerStats {
     /// A hash of the parameters ([`hash_parameters`]), to check that
     /// workers stay in sync.
     pub parameter_hash: Option<u64>,
+    /// This worker's time since its previous record
+    /// ([`Context::with_profile`] sets it).
+    pub profile: Option<WorkerProfile>,
 }
 
 impl WorkerStats {
@@ -505,6 +535,7 @@ impl WorkerStats {
             eval: None,
             scalars: report.scalars.clone(),
             parameter_hash: None,
+            profile: None,
         }
     }
 }
@@ -535,6 +566,13 @@ pub(crate) fn record_from_stats(
         (episodes > 0).then(|| stats.iter().map(|s| s.return_sum).sum::<f64>() / episodes as f64);
     record.train_success_rate = (flagged > 0)
         .then(|| stats.iter().map(|s| s.successes).sum::<u64>() as f64 / flagged as f64);
+    record.profile = Measured(
+        stats
+            .iter()
+            .map(|s| s.profile)
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default(),
+    );
     record
 }
 
@@ -776,6 +814,28 @@ mod tests {
         // Different starting points: the strategy must broadcast rank 0's.
         learner.params = vec![comm.rank() as f32; 4];
         run_with(comm, &mut GradientAveraging::new(config), &mut learner)
+    }
+
+    #[test]
+    fn every_record_carries_each_workers_profile() {
+        let outcomes = run_threads(3, averaging_body).unwrap();
+        let (records, _, _) = &outcomes[0];
+        let steps = Quadratic::new(SEED, 0).steps_per_episode as u64;
+        for record in records {
+            assert_eq!(record.profile.len(), 3, "iteration {}", record.iteration);
+            for (rank, worker) in record.profile.iter().enumerate() {
+                // One all-reduce of the 4 parameters' gradient per step, 2
+                // episodes per iteration; and at least the stats' gather.
+                assert_eq!(
+                    (worker.all_reduces, worker.all_reduce_values),
+                    (2 * steps, 2 * steps * 4),
+                    "rank {rank}, iteration {}",
+                    record.iteration
+                );
+                assert!(worker.other_collectives >= 1);
+                assert!(worker.compute_cpu_s >= 0.0 && worker.comm_wall_s >= 0.0);
+            }
+        }
     }
 
     /// Checks what every strategy promises, whatever the backend.
