@@ -75,27 +75,115 @@ const ALL_REDUCE_REPEATS: u32 = 50;
 /// worm rollout collection with the REINFORCE policy on every worker);
 /// without, runs itself once per backend and worker count (1, 2, 4, … up to
 /// `up_to`) and prints every result plus the speedups.
+///
+/// With `values`, measures only the latency of an all-reduce of that many
+/// `f32` and of a single one (`shoal scale` projects communication from
+/// these).
 pub fn bench_parallel(
     backend: Option<&str>,
     workers: Option<usize>,
     episodes: usize,
     up_to: usize,
+    values: Option<usize>,
 ) -> Result<()> {
-    match (backend, workers) {
-        (Some(backend), Some(workers)) => {
+    match (backend, workers, values) {
+        (Some(backend), Some(workers), values) => {
             let backend: Backend = backend.parse()?;
-            if let Some(result) = launch(backend, workers, |comm: &dyn Communicator| {
-                measure(comm, backend, episodes)
-            })? {
+            if let Some(result) =
+                launch(backend, workers, |comm: &dyn Communicator| match values {
+                    Some(values) => measure_all_reduce(comm, values),
+                    None => measure(comm, backend, episodes),
+                })?
+            {
                 println!("{result}");
             }
             Ok(())
         }
-        (None, None) => sweep(episodes, up_to),
+        (None, None, None) => sweep(episodes, up_to),
+        (None, None, Some(_)) => Err(Error::Config(
+            "--values needs --backend and --workers".into(),
+        )),
         _ => Err(Error::Config(
             "give both --backend and --workers, or neither".into(),
         )),
     }
+}
+
+/// Most values `--values` takes: 1 GiB of `f32`.
+pub const MAX_ALL_REDUCE_VALUES: usize = 1 << 28;
+
+/// Mean seconds of one all-reduce of `values` floats and of one float on
+/// the ranks of `comm`.
+fn measure_all_reduce(comm: &dyn Communicator, values: usize) -> Result<Value> {
+    if !(1..=MAX_ALL_REDUCE_VALUES).contains(&values) {
+        return Err(Error::Config(format!(
+            "--values must be between 1 and {MAX_ALL_REDUCE_VALUES}, got {values}"
+        )));
+    }
+    let mean_seconds = |len: usize| -> Result<f64> {
+        let mut buffer = vec![1.0f32; len];
+        comm.all_reduce_sum(&mut buffer)?; // warm-up: connections, pages
+        comm.barrier()?;
+        let clock = Instant::now();
+        for _ in 0..ALL_REDUCE_REPEATS {
+            comm.all_reduce_sum(&mut buffer)?;
+        }
+        Ok(clock.elapsed().as_secs_f64() / f64::from(ALL_REDUCE_REPEATS))
+    };
+    let large = mean_seconds(values)?;
+    let single = mean_seconds(1)?;
+    Ok(json!({
+        "workers": comm.size(),
+        "values": values,
+        "all_reduce_s": large,
+        "all_reduce_1_s": single,
+    }))
+}
+
+/// Runs `shoal bench-parallel --backend B --workers N <args>` in a fresh
+/// process (under `mpirun` for MPI) and returns its JSON line.
+pub fn bench_in_process(backend: Backend, workers: usize, args: &[String]) -> Result<Value> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("locating the shoal binary", e))?;
+    let n = workers.to_string();
+    let mut command = if backend == Backend::Mpi {
+        let mut mpirun = Command::new("mpirun");
+        mpirun
+            .args(["-n", &n, "--oversubscribe", "--allow-run-as-root"])
+            .arg(&exe);
+        mpirun
+    } else {
+        Command::new(&exe)
+    };
+    let output = command
+        .args([
+            "bench-parallel",
+            "--backend",
+            backend.name(),
+            "--workers",
+            &n,
+        ])
+        .args(args)
+        .output()
+        .map_err(|e| {
+            Error::io(
+                format!("running {} with {workers} workers", backend.name()),
+                e,
+            )
+        })?;
+    if !output.status.success() {
+        return Err(Error::Comm(format!(
+            "{} with {workers} workers failed: {}",
+            backend.name(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let line = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(line.trim()).map_err(|e| {
+        Error::Comm(format!(
+            "{}: unreadable result {line:?}: {e}",
+            backend.name()
+        ))
+    })
 }
 
 /// One measurement on the ranks of `comm`; the JSON result on rank 0.
@@ -164,49 +252,20 @@ fn sweep(episodes: usize, up_to: usize) -> Result<()> {
             shoal_parallel::MAX_WORKERS
         )));
     }
-    let exe = std::env::current_exe().map_err(|e| Error::io("locating the shoal binary", e))?;
-    let mut backends = vec!["threads", "processes"];
+    let mut backends = vec![Backend::Threads, Backend::Processes];
     let mpirun = Command::new("mpirun")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if cfg!(feature = "mpi") && mpirun {
-        backends.push("mpi");
+        backends.push(Backend::Mpi);
     }
     let mut results = Vec::new();
     for backend in backends {
         let mut by_workers = Vec::new();
         for workers in worker_counts(up_to) {
-            let n = workers.to_string();
-            let eps = episodes.to_string();
-            let args = [
-                "bench-parallel",
-                "--backend",
-                backend,
-                "--workers",
-                &n,
-                "--episodes",
-                &eps,
-            ];
-            let output = if backend == "mpi" {
-                Command::new("mpirun")
-                    .args(["-n", &n, "--oversubscribe", "--allow-run-as-root"])
-                    .arg(&exe)
-                    .args(args)
-                    .output()
-            } else {
-                Command::new(&exe).args(args).output()
-            }
-            .map_err(|e| Error::io(format!("running {backend} with {workers} workers"), e))?;
-            if !output.status.success() {
-                return Err(Error::Comm(format!(
-                    "{backend} with {workers} workers failed: {}",
-                    String::from_utf8_lossy(&output.stderr).trim()
-                )));
-            }
-            let line = String::from_utf8_lossy(&output.stdout);
-            let result: Value = serde_json::from_str(line.trim())
-                .map_err(|e| Error::Comm(format!("{backend}: unreadable result {line:?}: {e}")))?;
+            let args = ["--episodes".to_string(), episodes.to_string()];
+            let result = bench_in_process(backend, workers, &args)?;
             println!("{result}");
             by_workers.push(result);
         }
@@ -218,7 +277,7 @@ fn sweep(episodes: usize, up_to: usize) -> Result<()> {
                 .collect()
         };
         results.push(json!({
-            "backend": backend,
+            "backend": backend.name(),
             "rollout_speedup_2_vs_1": rate(&by_workers[1]) / rate(&by_workers[0]),
             "all_reduce_100k_f32_us_2_workers": by_workers[1]["all_reduce_100k_f32_us"],
             "all_reduce_actor_critic_us_by_workers": by_n("all_reduce_actor_critic_us"),

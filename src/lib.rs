@@ -33,5 +33,6 @@ pub mod config;
 mod overrides;
 pub mod progress;
 pub mod render;
+pub mod scale;
 pub mod sweep;
 pub mod train;

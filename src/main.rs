@@ -60,6 +60,10 @@ enum Command {
     /// Train a grid of settings × seeds (resumable); prints medians and
     /// ranges per setting.
     Sweep(shoal::sweep::SweepArgs),
+    /// Project a sweep over parallel.workers of profiled runs onto one
+    /// core per worker: time to target, speedup, efficiency; writes
+    /// scale.json and scale.png into the directory.
+    Scale(shoal::scale::ScaleArgs),
     /// Print the summaries of several runs side by side.
     Compare {
         /// Run directories.
@@ -85,6 +89,10 @@ enum Command {
         /// Without --backend: measure 1, 2, 4, … workers up to this many.
         #[arg(long, default_value_t = 2)]
         up_to: usize,
+        /// With --backend and --workers: only the latency of an all-reduce
+        /// of this many floats, and of one float.
+        #[arg(long)]
+        values: Option<usize>,
     },
 }
 
@@ -113,13 +121,15 @@ fn main() -> ExitCode {
         } => shoal::render::render(&run_dir, episodes, out.as_deref()),
         Command::Compare { run_dirs, markdown } => shoal::render::compare(&run_dirs, markdown),
         Command::Sweep(args) => shoal::sweep::sweep(&args),
+        Command::Scale(args) => shoal::scale::scale(&args),
         Command::BenchEnv { env, steps } => bench::bench_env(&env, steps),
         Command::BenchParallel {
             backend,
             workers,
             episodes,
             up_to,
-        } => bench::bench_parallel(backend.as_deref(), workers, episodes, up_to),
+            values,
+        } => bench::bench_parallel(backend.as_deref(), workers, episodes, up_to, values),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -133,3 +133,122 @@ fn a_bad_grid_fails_before_anything_runs() {
     assert_clean_failure(&out, "--seeds `0..5000` names more than 1000 seeds");
     assert!(!dir.join("s").exists());
 }
+
+/// A sweep over worker counts with profiles, then `shoal scale`: one row
+/// per worker count, and each run's projected time recomputed here from
+/// its own records and the latencies the report measured.
+#[test]
+fn scale_projects_a_profiled_worker_sweep() {
+    let dir = scratch("scale");
+    let out = shoal(
+        &[
+            "sweep",
+            "toy-reinforce",
+            "--grid",
+            "parallel.workers=1,2,3",
+            "--set",
+            "parallel.strategy=\"averaging\"",
+            "--set",
+            "parallel.episodes_per_iteration=2",
+            "--set",
+            "parallel.profile=true",
+            "--set",
+            "train.episodes=48",
+            "--set",
+            "train.eval_every=12",
+            "--set",
+            "train.target_return=-1000",
+            "--seeds",
+            "0..2",
+            "--out",
+            "s",
+        ],
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = shoal(&["scale", "s"], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("s/scale.json")).unwrap()).unwrap();
+    assert!(dir.join("s/scale.png").is_file());
+    let rows = report["rows"].as_array().unwrap();
+    let workers: Vec<u64> = rows
+        .iter()
+        .map(|r| r["workers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(workers, [1, 2, 3]);
+    for row in rows {
+        let n = row["workers"].as_u64().unwrap();
+        assert_eq!(row["runs"], 2);
+        // A target every run reaches at its first evaluation: 12 episodes.
+        assert_eq!(row["reached"], 2);
+        for per_worker in row["per_worker_episodes_to_target"].as_array().unwrap() {
+            assert_eq!(per_worker.as_f64(), Some(12.0 / n as f64));
+        }
+        let latency = &row["latency"];
+        let (all_reduce_s, small_s) = (
+            latency["all_reduce_s"].as_f64().unwrap(),
+            latency["small_s"].as_f64().unwrap(),
+        );
+        if n == 1 {
+            assert_eq!((all_reduce_s, small_s), (0.0, 0.0));
+        } else {
+            assert!(all_reduce_s > 0.0 && small_s > 0.0, "{latency}");
+        }
+        let dirs = row["run_dirs"].as_array().unwrap();
+        let totals = row["projected_s_total"].as_array().unwrap();
+        for (run, total) in dirs.iter().zip(totals) {
+            let records = common::records(&dir.join(run.as_str().unwrap()));
+            let iterations: Vec<_> = records
+                .iter()
+                .filter(|r| r["kind"] == "iteration")
+                .collect();
+            // 48 episodes / (n workers × 2) iterations, every one profiled.
+            assert_eq!(iterations.len() as u64, 48 / (2 * n));
+            let mut expected = 0.0;
+            for r in iterations {
+                let compute = r["time/compute_cpu_s"].as_array().unwrap();
+                assert_eq!(compute.len() as u64, n);
+                let slowest = compute
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .fold(0.0, f64::max);
+                let calls = r["time/all_reduces"].as_f64().unwrap();
+                // REINFORCE averages its gradient (and value gradient) once per update.
+                assert!(n == 1 || calls >= 1.0, "{r}");
+                expected += slowest
+                    + calls * all_reduce_s
+                    + r["time/other_collectives"].as_f64().unwrap() * small_s;
+            }
+            let total = total.as_f64().unwrap();
+            assert!((total - expected).abs() < 1e-9, "{total} vs {expected}");
+        }
+    }
+}
+
+#[test]
+fn scale_refuses_runs_without_profiles_and_empty_directories() {
+    let dir = scratch("scale-refused");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    assert_clean_failure(
+        &shoal(&["scale", "empty"], &dir),
+        "no finished runs under empty",
+    );
+    let out = shoal(
+        &[
+            "train",
+            "toy-reinforce",
+            "--out",
+            "plain/run",
+            "--quiet",
+            "--set",
+            "train.episodes=20",
+        ],
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_clean_failure(
+        &shoal(&["scale", "plain"], &dir),
+        "has no profiled iterations: train it with a parallel strategy and --set parallel.profile=true",
+    );
+}

@@ -249,25 +249,43 @@ pub fn compare_groups<P: AsRef<Path>>(groups: &[(String, Vec<P>)]) -> Result<Com
     Ok(ComparisonTable { columns, rows })
 }
 
-/// `median [min, max]` of `values` (the mean of the middle two for an even
-/// count); `-` when empty.
-fn median_and_range(values: &[f64]) -> String {
+/// The median of `values`, NaNs left out (the mean of the middle two for
+/// an even count); `None` when nothing is left.
+///
+/// ```
+/// assert_eq!(shoal_eval::median(&[3.0, 1.0, f64::NAN, 2.0]), Some(2.0));
+/// assert_eq!(shoal_eval::median(&[4.0, 1.0]), Some(2.5));
+/// assert_eq!(shoal_eval::median(&[]), None);
+/// ```
+pub fn median(values: &[f64]) -> Option<f64> {
     let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
-    if sorted.is_empty() {
-        return "-".into();
-    }
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// `median [min, max]` of `values`, NaNs left out, as the comparison
+/// tables print it; `-` when empty.
+///
+/// ```
+/// assert_eq!(shoal_eval::median_and_range(&[0.5, 0.25, 1.0]), "0.500 [0.250, 1.000]");
+/// ```
+pub fn median_and_range(values: &[f64]) -> String {
+    let Some(middle) = median(values) else {
+        return "-".into();
     };
+    let finite = values.iter().copied().filter(|v| !v.is_nan());
+    let low = finite.clone().fold(f64::INFINITY, f64::min);
+    let high = finite.fold(f64::NEG_INFINITY, f64::max);
     format!(
         "{} [{}, {}]",
-        format_number(Some(median)),
-        format_number(Some(sorted[0])),
-        format_number(Some(sorted[n - 1]))
+        format_number(Some(middle)),
+        format_number(Some(low)),
+        format_number(Some(high))
     )
 }
 

@@ -105,14 +105,15 @@ pub use checkpoint::{
     CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointSelector, CheckpointWriter,
     FileCheck, Progress, list_checkpoints, load_checkpoint, load_latest,
 };
-pub use compare::{ComparisonTable, compare_groups, compare_runs};
+pub use compare::{ComparisonTable, compare_groups, compare_runs, median, median_and_range};
 pub use config_check::check_config_matches;
 pub use fsio::atomic_write;
 pub use lock::{LOCK_FILE, RunLock};
 pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics};
 pub use plot::{
     EVAL_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT,
-    PLOT_WIDTH, RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE, plot_runs,
+    PLOT_WIDTH, RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE, ScalingCurves, ScalingPoint,
+    plot_runs, plot_scaling,
 };
 pub use render::{
     ArmFrameInput, ArmLayout, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, Scene,

@@ -71,7 +71,7 @@ pub fn thread_cpu_seconds() -> Option<f64> {
         };
         // SAFETY: clock_gettime writes one timespec through a valid pointer.
         let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-        (status == 0).then(|| now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9)
+        (status == 0).then_some(now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9)
     }
     #[cfg(not(unix))]
     {

@@ -2,6 +2,7 @@
 
 mod draw;
 mod figures;
+mod scaling;
 mod series;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ pub use figures::{
     EVAL_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE, RETURN_VS_EPISODE_FILE,
     RETURN_VS_WALL_FILE,
 };
+pub use scaling::{ScalingCurves, ScalingPoint, plot_scaling};
 
 use crate::fsio::create_dir_all;
 use crate::metrics::read_metrics;

@@ -1,0 +1,494 @@
+//! `shoal scale`: what a sweep over `parallel.workers` would take on one
+//! core per worker, from the runs' profiles.
+//!
+//! Runs are bit-identical whatever the backend and the load, so N workers
+//! oversubscribed on a few cores learn exactly as N workers on N cores
+//! would: their learning curves against episodes per worker are the real
+//! ones. Their wall times are not. With `parallel.profile = true` every
+//! iteration record holds each worker's CPU time outside collectives and
+//! the collectives it made; the time of an iteration on N cores is the
+//! slowest worker's compute plus the collectives at the all-reduce latency
+//! measured for N workers:
+//!
+//! ```text
+//! T_N = Σ_iterations [ max_w compute_w + all_reduces · L_N(values per call) + other collectives · L_N(1) ]
+//! ```
+//!
+//! Where a run had a core per worker to itself, its measured wall time is
+//! shown beside the projection, to check the model.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use shoal_core::{Error, Result};
+use shoal_eval::{
+    RunDir, ScalingCurves, ScalingPoint, Summary, median, median_and_range, plot_scaling,
+    read_metrics,
+};
+use shoal_parallel::Backend;
+
+use crate::bench::bench_in_process;
+use crate::config::RunConfig;
+
+/// The report's JSON, beside the runs.
+pub const SCALE_FILE: &str = "scale.json";
+/// The report's figure, beside the runs.
+pub const SCALE_PLOT: &str = "scale.png";
+/// How deep below the sweep directory run directories are looked for
+/// (`<dir>/<setting>/seed-N` is 2).
+const MAX_DEPTH: usize = 3;
+
+/// Arguments of `shoal scale`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ScaleArgs {
+    /// A directory of finished, profiled runs that differ in
+    /// `parallel.workers` and the seed (a `shoal sweep` with `--grid
+    /// parallel.workers=1,2,4,… --set parallel.profile=true`).
+    pub dir: PathBuf,
+    /// Markdown table instead of aligned columns.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// What one iteration cost, from its record.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IterationCost {
+    /// Training episodes after it, all workers.
+    pub episodes: u64,
+    /// The slowest worker's CPU time outside collectives, in seconds.
+    pub compute_s: f64,
+    /// All-reduce calls of each worker.
+    pub all_reduces: u64,
+    /// Values those calls summed, per worker.
+    pub all_reduce_values: u64,
+    /// Other collectives of each worker.
+    pub other_collectives: u64,
+}
+
+/// All-reduce latencies for one worker count, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// One all-reduce of the runs' mean values per call.
+    pub all_reduce_s: f64,
+    /// One all-reduce of a single value: the cost charged to every other
+    /// collective (gathers of stats, broadcasts of records).
+    pub small_s: f64,
+}
+
+/// The projected wall time of `iterations` on one core per worker: in all,
+/// and up to the end of the iteration after which the run had trained
+/// `episodes_to_target` episodes (`None` if never).
+pub fn project(
+    iterations: &[IterationCost],
+    latency: Latency,
+    episodes_to_target: Option<u64>,
+) -> (f64, Option<f64>) {
+    let mut total = 0.0;
+    let mut to_target = None;
+    for it in iterations {
+        total += it.compute_s
+            + it.all_reduces as f64 * latency.all_reduce_s
+            + it.other_collectives as f64 * latency.small_s;
+        if to_target.is_none() && episodes_to_target.is_some_and(|e| it.episodes >= e) {
+            to_target = Some(total);
+        }
+    }
+    (total, to_target)
+}
+
+/// A finished, profiled run.
+#[derive(Clone, Debug)]
+struct ProfiledRun {
+    dir: PathBuf,
+    workers: usize,
+    backend: Backend,
+    iterations: Vec<IterationCost>,
+    /// `(episodes per worker, score)` of every evaluation of the target metric.
+    curve: Vec<(f64, f64)>,
+    target_metric: String,
+    episodes_to_target: Option<u64>,
+    wall_s_to_target: Option<f64>,
+}
+
+/// The cost of an iteration record written with `parallel.profile`, or
+/// `None` for a record without a profile.
+fn iteration_cost(record: &Value) -> Option<IterationCost> {
+    let compute = record["time/compute_cpu_s"].as_array()?;
+    let compute_s = compute.iter().filter_map(Value::as_f64).fold(0.0, f64::max);
+    Some(IterationCost {
+        episodes: record["episode"].as_u64()?,
+        compute_s,
+        all_reduces: record["time/all_reduces"].as_u64()?,
+        all_reduce_values: record["time/all_reduce_values"].as_u64()?,
+        other_collectives: record["time/other_collectives"].as_u64()?,
+    })
+}
+
+fn load_run(dir: &Path) -> Result<ProfiledRun> {
+    let run = RunDir::new(dir);
+    let config = RunConfig::from_toml(&run.read_config()?, &run.config().display().to_string())?;
+    let summary = Summary::read(dir)?.extra;
+    let records = read_metrics(dir)?;
+    let iterations: Vec<IterationCost> = records
+        .iter()
+        .filter(|r| r["kind"] == "iteration")
+        .filter_map(iteration_cost)
+        .collect();
+    if iterations.is_empty() {
+        return Err(Error::Config(format!(
+            "{} has no profiled iterations: train it with a parallel strategy and \
+             --set parallel.profile=true",
+            dir.display()
+        )));
+    }
+    let workers = config.parallel.workers;
+    let target_metric = summary
+        .get("target_metric")
+        .and_then(Value::as_str)
+        .unwrap_or("eval/return_mean")
+        .to_string();
+    let curve = records
+        .iter()
+        .filter(|r| r["kind"] == "eval")
+        .filter_map(|r| {
+            Some((
+                r["episode"].as_u64()? as f64 / workers as f64,
+                r[target_metric.as_str()].as_f64()?,
+            ))
+        })
+        .collect();
+    Ok(ProfiledRun {
+        dir: dir.to_path_buf(),
+        workers,
+        backend: config.parallel.backend,
+        iterations,
+        curve,
+        target_metric,
+        episodes_to_target: summary.get("episodes_to_target").and_then(Value::as_u64),
+        wall_s_to_target: summary.get("wall_s_to_target").and_then(Value::as_f64),
+    })
+}
+
+/// Finished run directories (a `summary.json` and a `config.toml`) at most
+/// [`MAX_DEPTH`] levels below `dir`, sorted.
+fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<()> {
+    let run = RunDir::new(dir);
+    if run.summary().is_file() && run.config().is_file() {
+        out.push(dir.to_path_buf());
+        return Ok(());
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+    let mut children: Vec<PathBuf> = entries
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.is_dir())
+        .collect();
+    children.sort();
+    for child in children {
+        find_runs(&child, depth - 1, out)?;
+    }
+    Ok(())
+}
+
+/// One worker count's row of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleRow {
+    /// Workers.
+    pub workers: usize,
+    /// Runs (seeds).
+    pub runs: usize,
+    /// Runs that reached the target.
+    pub reached: usize,
+    /// Episodes per worker to the target, by run (`None`: not reached).
+    pub per_worker_episodes_to_target: Vec<Option<f64>>,
+    /// The slowest worker's compute per iteration, median over every
+    /// iteration of every run, in seconds.
+    pub compute_s_per_iteration: f64,
+    /// Mean values per all-reduce call.
+    pub values_per_all_reduce: u64,
+    /// The latencies the projection used.
+    pub latency: Latency,
+    /// Projected seconds to the target on one core per worker, by run.
+    pub projected_s_to_target: Vec<Option<f64>>,
+    /// Projected seconds of the whole run, by run.
+    pub projected_s_total: Vec<f64>,
+    /// Measured seconds to the target on the training machine, by run.
+    pub measured_s_to_target: Vec<Option<f64>>,
+    /// Run directories, in the order of the lists above.
+    pub run_dirs: Vec<PathBuf>,
+}
+
+impl ScaleRow {
+    fn median_projected(&self) -> Option<f64> {
+        median(
+            &self
+                .projected_s_to_target
+                .iter()
+                .flatten()
+                .copied()
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Runs `shoal scale`.
+pub fn scale(args: &ScaleArgs) -> Result<()> {
+    let mut dirs = Vec::new();
+    find_runs(&args.dir, MAX_DEPTH, &mut dirs)?;
+    if dirs.is_empty() {
+        return Err(Error::Config(format!(
+            "no finished runs under {}",
+            args.dir.display()
+        )));
+    }
+    let runs = dirs
+        .iter()
+        .map(|dir| load_run(dir))
+        .collect::<Result<Vec<_>>>()?;
+    let backend = runs[0].backend;
+    if let Some(other) = runs.iter().find(|r| r.backend != backend) {
+        return Err(Error::Config(format!(
+            "{} ran on {}, {} on {}: project one backend at a time",
+            runs[0].dir.display(),
+            backend.name(),
+            other.dir.display(),
+            other.backend.name()
+        )));
+    }
+    let mut by_workers: BTreeMap<usize, Vec<&ProfiledRun>> = BTreeMap::new();
+    for run in &runs {
+        by_workers.entry(run.workers).or_default().push(run);
+    }
+    let mut rows = Vec::new();
+    for (&workers, group) in &by_workers {
+        let calls: u64 = group
+            .iter()
+            .flat_map(|r| &r.iterations)
+            .map(|i| i.all_reduces)
+            .sum();
+        let values: u64 = group
+            .iter()
+            .flat_map(|r| &r.iterations)
+            .map(|i| i.all_reduce_values)
+            .sum();
+        let values_per_call = values.checked_div(calls).unwrap_or(0).max(1);
+        let latency = if workers == 1 {
+            // One worker's collectives return at once.
+            Latency {
+                all_reduce_s: 0.0,
+                small_s: 0.0,
+            }
+        } else {
+            eprintln!(
+                "scale: measuring all-reduce latency on {} with {workers} workers",
+                backend.name()
+            );
+            let result = bench_in_process(
+                backend,
+                workers,
+                &["--values".to_string(), values_per_call.to_string()],
+            )?;
+            let seconds = |key: &str| {
+                result[key].as_f64().ok_or_else(|| {
+                    Error::Comm(format!("the latency measurement gave no {key}: {result}"))
+                })
+            };
+            Latency {
+                all_reduce_s: seconds("all_reduce_s")?,
+                small_s: seconds("all_reduce_1_s")?,
+            }
+        };
+        let projections: Vec<(f64, Option<f64>)> = group
+            .iter()
+            .map(|r| project(&r.iterations, latency, r.episodes_to_target))
+            .collect();
+        let compute: Vec<f64> = group
+            .iter()
+            .flat_map(|r| &r.iterations)
+            .map(|i| i.compute_s)
+            .collect();
+        rows.push(ScaleRow {
+            workers,
+            runs: group.len(),
+            reached: group
+                .iter()
+                .filter(|r| r.episodes_to_target.is_some())
+                .count(),
+            per_worker_episodes_to_target: group
+                .iter()
+                .map(|r| r.episodes_to_target.map(|e| e as f64 / workers as f64))
+                .collect(),
+            compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
+            values_per_all_reduce: values_per_call,
+            latency,
+            projected_s_to_target: projections.iter().map(|p| p.1).collect(),
+            projected_s_total: projections.iter().map(|p| p.0).collect(),
+            measured_s_to_target: group.iter().map(|r| r.wall_s_to_target).collect(),
+            run_dirs: group.iter().map(|r| r.dir.clone()).collect(),
+        });
+    }
+    let table = table(&rows);
+    print!(
+        "{}",
+        if args.markdown {
+            table.to_markdown()
+        } else {
+            table.to_terminal()
+        }
+    );
+    let report = serde_json::json!({
+        "backend": backend.name(),
+        "target_metric": runs[0].target_metric,
+        "rows": rows,
+    });
+    let json = serde_json::to_vec_pretty(&report)
+        .map_err(|e| Error::Config(format!("cannot encode the report: {e}")))?;
+    shoal_eval::atomic_write(args.dir.join(SCALE_FILE), &json)?;
+    let curves: Vec<ScalingCurves> = by_workers
+        .iter()
+        .map(|(&workers, group)| ScalingCurves {
+            workers,
+            curves: group.iter().map(|r| r.curve.clone()).collect(),
+        })
+        .collect();
+    let points: Vec<ScalingPoint> = rows
+        .iter()
+        .map(|row| ScalingPoint {
+            workers: row.workers,
+            projected_s: row.median_projected(),
+            measured_s: median(
+                &row.measured_s_to_target
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .collect::<Vec<_>>(),
+            ),
+        })
+        .collect();
+    let plot = args.dir.join(SCALE_PLOT);
+    plot_scaling(&curves, &runs[0].target_metric, &points, &plot)?;
+    eprintln!(
+        "scale: wrote {} and {}",
+        args.dir.join(SCALE_FILE).display(),
+        plot.display()
+    );
+    Ok(())
+}
+
+/// The printed table: medians and ranges over seeds, the speedup and the
+/// efficiency against the fewest workers' projected median.
+fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
+    let columns = [
+        "workers",
+        "reached",
+        "episodes per worker to target",
+        "compute s / iteration",
+        "all-reduce ms",
+        "projected s to target",
+        "speedup",
+        "efficiency",
+        "measured s to target",
+        "measured / projected",
+    ];
+    let base = rows
+        .first()
+        .and_then(|row| Some((row.workers as f64, row.median_projected()?)));
+    let rows = rows
+        .iter()
+        .map(|row| {
+            let flat =
+                |values: &[Option<f64>]| -> Vec<f64> { values.iter().flatten().copied().collect() };
+            let speedup = match (base, row.median_projected()) {
+                (Some((base_workers, base_s)), Some(s)) => Some(base_s / s * base_workers),
+                _ => None,
+            };
+            let ratios: Vec<f64> = row
+                .measured_s_to_target
+                .iter()
+                .zip(&row.projected_s_to_target)
+                .filter_map(|(m, p)| Some((*m)? / (*p)?))
+                .collect();
+            let number = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            vec![
+                row.workers.to_string(),
+                format!("{}/{}", row.reached, row.runs),
+                median_and_range(&flat(&row.per_worker_episodes_to_target)),
+                format!("{:.3}", row.compute_s_per_iteration),
+                format!("{:.3}", row.latency.all_reduce_s * 1e3),
+                median_and_range(&flat(&row.projected_s_to_target)),
+                number(speedup),
+                number(speedup.map(|s| s / row.workers as f64)),
+                median_and_range(&flat(&row.measured_s_to_target)),
+                median_and_range(&ratios),
+            ]
+        })
+        .collect();
+    shoal_eval::ComparisonTable {
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(episodes: u64, compute_s: f64, all_reduces: u64, other: u64) -> IterationCost {
+        IterationCost {
+            episodes,
+            compute_s,
+            all_reduces,
+            all_reduce_values: all_reduces * 100,
+            other_collectives: other,
+        }
+    }
+
+    #[test]
+    fn projection_adds_compute_and_collectives_by_hand() {
+        let iterations = [
+            cost(4, 1.0, 10, 2),
+            cost(8, 2.0, 10, 2),
+            cost(12, 1.5, 10, 3),
+        ];
+        let latency = Latency {
+            all_reduce_s: 0.01,
+            small_s: 0.001,
+        };
+        // 1 + 0.1 + 0.002; + 2 + 0.1 + 0.002; + 1.5 + 0.1 + 0.003
+        let (total, to_target) = project(&iterations, latency, Some(8));
+        assert!((total - 4.807).abs() < 1e-12, "{total}");
+        assert!((to_target.unwrap() - 3.204).abs() < 1e-12, "{to_target:?}");
+        // A target between records is reached at the end of the iteration holding it.
+        assert_eq!(project(&iterations, latency, Some(9)).1, Some(total));
+        assert_eq!(project(&iterations, latency, None).1, None);
+        assert_eq!(project(&iterations, latency, Some(13)).1, None);
+    }
+
+    #[test]
+    fn an_iteration_costs_its_slowest_worker() {
+        let record = serde_json::json!({
+            "kind": "iteration", "episode": 40,
+            "time/compute_cpu_s": [0.5, 0.9, 0.7],
+            "time/all_reduces": 41, "time/all_reduce_values": 4100, "time/other_collectives": 3,
+        });
+        assert_eq!(
+            iteration_cost(&record),
+            Some(IterationCost {
+                episodes: 40,
+                compute_s: 0.9,
+                all_reduces: 41,
+                all_reduce_values: 4100,
+                other_collectives: 3,
+            })
+        );
+        assert_eq!(
+            iteration_cost(&serde_json::json!({"kind": "iteration", "episode": 40})),
+            None
+        );
+    }
+}
