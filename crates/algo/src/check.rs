@@ -120,8 +120,15 @@ mod tests {
             zero.contains("ddpg hidden layer widths must be between 1 and 8192, got 0"),
             "{zero}"
         );
-        assert!(hidden("x", &[MAX_WIDTH + 1]).is_err());
-        assert!(hidden("x", &[4; MAX_LAYERS + 1]).is_err());
+        let message = |r: Result<()>| r.unwrap_err().to_string();
+        assert_eq!(
+            message(hidden("x", &[MAX_WIDTH + 1])),
+            "invalid configuration: x hidden layer widths must be between 1 and 8192, got 8193"
+        );
+        assert_eq!(
+            message(hidden("x", &[4; MAX_LAYERS + 1])),
+            "invalid configuration: x hidden has 17 layers; at most 16"
+        );
         for bad_value in [0.0, -1e-3, f64::NAN, f64::INFINITY] {
             let message = positive("hac", "actor_lr", bad_value)
                 .unwrap_err()
@@ -133,9 +140,18 @@ mod tests {
         }
         assert!(positive("x", "lr", 1e-12).is_ok());
         assert!(grad_norm("x", None).is_ok());
-        assert!(grad_norm("x", Some(-0.5)).is_err());
-        assert!(count("x", "k", 0, 4).is_err());
-        assert!(count("x", "k", 5, 4).is_err());
+        assert_eq!(
+            message(grad_norm("x", Some(-0.5))),
+            "invalid configuration: x max_grad_norm must be finite and positive, got -0.5"
+        );
+        for too_few_or_many in [0, 5] {
+            assert_eq!(
+                message(count("x", "k", too_few_or_many, 4)),
+                format!(
+                    "invalid configuration: x k must be between 1 and 4, got {too_few_or_many}"
+                )
+            );
+        }
         assert!(count("x", "k", 4, 4).is_ok());
     }
 }
