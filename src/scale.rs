@@ -14,8 +14,9 @@
 //! T_N = Σ_iterations [ max_w compute_w + all_reduces · L_N(values per call) + other collectives · L_N(1) ]
 //! ```
 //!
-//! Where a run had a core per worker to itself, its measured wall time is
-//! shown beside the projection, to check the model.
+//! Where a run had a core per worker to itself, its measured wall time (to
+//! the target and in all) is shown beside the projection, to check the
+//! model.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,6 +111,8 @@ struct ProfiledRun {
     target_metric: String,
     episodes_to_target: Option<u64>,
     wall_s_to_target: Option<f64>,
+    /// Training wall time of the whole run (before its final evaluation).
+    wall_s: f64,
 }
 
 /// The cost of an iteration record written with `parallel.profile`, or
@@ -129,7 +132,11 @@ fn iteration_cost(record: &Value) -> Option<IterationCost> {
 fn load_run(dir: &Path) -> Result<ProfiledRun> {
     let run = RunDir::new(dir);
     let config = RunConfig::from_toml(&run.read_config()?, &run.config().display().to_string())?;
-    let summary = Summary::read(dir)?.extra;
+    let Summary {
+        wall_s,
+        extra: summary,
+        ..
+    } = Summary::read(dir)?;
     let records = read_metrics(dir)?;
     let iterations: Vec<IterationCost> = records
         .iter()
@@ -168,6 +175,7 @@ fn load_run(dir: &Path) -> Result<ProfiledRun> {
         target_metric,
         episodes_to_target: summary.get("episodes_to_target").and_then(Value::as_u64),
         wall_s_to_target: summary.get("wall_s_to_target").and_then(Value::as_f64),
+        wall_s,
     })
 }
 
@@ -219,6 +227,8 @@ pub struct ScaleRow {
     pub projected_s_total: Vec<f64>,
     /// Measured seconds to the target on the training machine, by run.
     pub measured_s_to_target: Vec<Option<f64>>,
+    /// Measured training seconds of the whole run, by run.
+    pub measured_s_total: Vec<f64>,
     /// Run directories, in the order of the lists above.
     pub run_dirs: Vec<PathBuf>,
 }
@@ -329,6 +339,7 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
             projected_s_to_target: projections.iter().map(|p| p.1).collect(),
             projected_s_total: projections.iter().map(|p| p.0).collect(),
             measured_s_to_target: group.iter().map(|r| r.wall_s_to_target).collect(),
+            measured_s_total: group.iter().map(|r| r.wall_s).collect(),
             run_dirs: group.iter().map(|r| r.dir.clone()).collect(),
         });
     }
@@ -394,6 +405,7 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
         "efficiency",
         "measured s to target",
         "measured / projected",
+        "measured / projected, whole run",
     ];
     let base = rows
         .first()
@@ -413,6 +425,12 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
                 .zip(&row.projected_s_to_target)
                 .filter_map(|(m, p)| Some((*m)? / (*p)?))
                 .collect();
+            let whole_run: Vec<f64> = row
+                .measured_s_total
+                .iter()
+                .zip(&row.projected_s_total)
+                .map(|(m, p)| m / p)
+                .collect();
             let number = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
             vec![
                 row.workers.to_string(),
@@ -425,6 +443,7 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
                 number(speedup.map(|s| s / row.workers as f64)),
                 median_and_range(&flat(&row.measured_s_to_target)),
                 median_and_range(&ratios),
+                median_and_range(&whole_run),
             ]
         })
         .collect();
