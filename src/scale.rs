@@ -6,13 +6,18 @@
 //! would: their learning curves against episodes per worker are the real
 //! ones. Their wall times are not. With `parallel.profile = true` every
 //! iteration record holds each worker's CPU time outside collectives and
-//! the collectives it made; the time of an iteration on N cores is the
-//! slowest worker's compute plus the collectives at the all-reduce latency
-//! measured for N workers:
+//! the collectives it made. The time of an iteration on N cores is the
+//! slowest worker's compute plus its collectives, each at the latency of
+//! an all-reduce of its size measured for N workers (affine in the size:
+//! `L_N(v) = L_N(1) + (v − 1) · s_N`, fitted at one value and at the runs'
+//! typical size):
 //!
 //! ```text
-//! T_N = Σ_iterations [ max_w compute_w + all_reduces · L_N(values per call) + other collectives · L_N(1) ]
+//! T_N = Σ_iterations [ max_w compute_w + Σ_collectives L_N(values carried) ]
 //! ```
+//!
+//! An all-reduce moves about twice what a broadcast or gather of the same
+//! size does, so other collectives are charged as upper bounds.
 //!
 //! Where a run had a core per worker to itself, its measured wall time (to
 //! the target and in all) is shown beside the projection, to check the
@@ -66,16 +71,39 @@ pub struct IterationCost {
     pub all_reduce_values: u64,
     /// Other collectives of each worker.
     pub other_collectives: u64,
+    /// Bytes they carried.
+    pub other_bytes: u64,
 }
 
-/// All-reduce latencies for one worker count, in seconds.
+/// The all-reduce latency for one worker count, affine in the values
+/// carried: `fixed_s + (values − 1) · per_value_s`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Latency {
-    /// One all-reduce of the runs' mean values per call.
-    pub all_reduce_s: f64,
-    /// One all-reduce of a single value: the cost charged to every other
-    /// collective (gathers of stats, broadcasts of records).
-    pub small_s: f64,
+    /// One all-reduce of a single value, in seconds.
+    pub fixed_s: f64,
+    /// Each further value, in seconds.
+    pub per_value_s: f64,
+}
+
+impl Latency {
+    /// Fitted through an all-reduce of one value (`single_s`) and one of
+    /// `values` values (`many_s`).
+    pub fn fit(single_s: f64, values: u64, many_s: f64) -> Self {
+        let per_value_s = if values > 1 {
+            ((many_s - single_s) / (values - 1) as f64).max(0.0)
+        } else {
+            0.0
+        };
+        Latency {
+            fixed_s: single_s,
+            per_value_s,
+        }
+    }
+
+    /// `calls` collectives carrying `values` values in all.
+    pub fn cost(&self, calls: u64, values: f64) -> f64 {
+        calls as f64 * self.fixed_s + (values - calls as f64).max(0.0) * self.per_value_s
+    }
 }
 
 /// The projected wall time of `iterations` on one core per worker: in all,
@@ -90,8 +118,8 @@ pub fn project(
     let mut to_target = None;
     for it in iterations {
         total += it.compute_s
-            + it.all_reduces as f64 * latency.all_reduce_s
-            + it.other_collectives as f64 * latency.small_s;
+            + latency.cost(it.all_reduces, it.all_reduce_values as f64)
+            + latency.cost(it.other_collectives, it.other_bytes as f64 / 4.0);
         if to_target.is_none() && episodes_to_target.is_some_and(|e| it.episodes >= e) {
             to_target = Some(total);
         }
@@ -126,6 +154,7 @@ fn iteration_cost(record: &Value) -> Option<IterationCost> {
         all_reduces: record["time/all_reduces"].as_u64()?,
         all_reduce_values: record["time/all_reduce_values"].as_u64()?,
         other_collectives: record["time/other_collectives"].as_u64()?,
+        other_bytes: record["time/other_bytes"].as_u64()?,
     })
 }
 
@@ -217,8 +246,11 @@ pub struct ScaleRow {
     /// The slowest worker's compute per iteration, median over every
     /// iteration of every run, in seconds.
     pub compute_s_per_iteration: f64,
-    /// Mean values per all-reduce call.
+    /// Mean values per all-reduce call (0 without all-reduces).
     pub values_per_all_reduce: u64,
+    /// The size the latency was measured at besides one value: the larger
+    /// of the mean all-reduce and the mean other collective, in values.
+    pub measured_values: u64,
     /// The latencies the projection used.
     pub latency: Latency,
     /// Projected seconds to the target on one core per worker, by run.
@@ -276,22 +308,22 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     }
     let mut rows = Vec::new();
     for (&workers, group) in &by_workers {
-        let calls: u64 = group
-            .iter()
-            .flat_map(|r| &r.iterations)
-            .map(|i| i.all_reduces)
-            .sum();
-        let values: u64 = group
-            .iter()
-            .flat_map(|r| &r.iterations)
-            .map(|i| i.all_reduce_values)
-            .sum();
-        let values_per_call = values.checked_div(calls).unwrap_or(0).max(1);
+        let iterations = || group.iter().flat_map(|r| &r.iterations);
+        let mean = |total: u64, calls: u64| total.checked_div(calls).unwrap_or(0);
+        let values_per_call = mean(
+            iterations().map(|i| i.all_reduce_values).sum(),
+            iterations().map(|i| i.all_reduces).sum(),
+        );
+        let values_per_other = mean(
+            iterations().map(|i| i.other_bytes / 4).sum(),
+            iterations().map(|i| i.other_collectives).sum(),
+        );
+        let measured_values = values_per_call.max(values_per_other).max(2);
         let latency = if workers == 1 {
             // One worker's collectives return at once.
             Latency {
-                all_reduce_s: 0.0,
-                small_s: 0.0,
+                fixed_s: 0.0,
+                per_value_s: 0.0,
             }
         } else {
             eprintln!(
@@ -301,27 +333,24 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
             let result = bench_in_process(
                 backend,
                 workers,
-                &["--values".to_string(), values_per_call.to_string()],
+                &["--values".to_string(), measured_values.to_string()],
             )?;
             let seconds = |key: &str| {
                 result[key].as_f64().ok_or_else(|| {
                     Error::Comm(format!("the latency measurement gave no {key}: {result}"))
                 })
             };
-            Latency {
-                all_reduce_s: seconds("all_reduce_s")?,
-                small_s: seconds("all_reduce_1_s")?,
-            }
+            Latency::fit(
+                seconds("all_reduce_1_s")?,
+                measured_values,
+                seconds("all_reduce_s")?,
+            )
         };
         let projections: Vec<(f64, Option<f64>)> = group
             .iter()
             .map(|r| project(&r.iterations, latency, r.episodes_to_target))
             .collect();
-        let compute: Vec<f64> = group
-            .iter()
-            .flat_map(|r| &r.iterations)
-            .map(|i| i.compute_s)
-            .collect();
+        let compute: Vec<f64> = iterations().map(|i| i.compute_s).collect();
         rows.push(ScaleRow {
             workers,
             runs: group.len(),
@@ -335,6 +364,7 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
                 .collect(),
             compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
             values_per_all_reduce: values_per_call,
+            measured_values,
             latency,
             projected_s_to_target: projections.iter().map(|p| p.1).collect(),
             projected_s_total: projections.iter().map(|p| p.0).collect(),
@@ -437,7 +467,10 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
                 format!("{}/{}", row.reached, row.runs),
                 median_and_range(&flat(&row.per_worker_episodes_to_target)),
                 format!("{:.3}", row.compute_s_per_iteration),
-                format!("{:.3}", row.latency.all_reduce_s * 1e3),
+                format!(
+                    "{:.3}",
+                    row.latency.cost(1, row.values_per_all_reduce.max(1) as f64) * 1e3
+                ),
                 median_and_range(&flat(&row.projected_s_to_target)),
                 number(speedup),
                 number(speedup.map(|s| s / row.workers as f64)),
@@ -462,9 +495,22 @@ mod tests {
             episodes,
             compute_s,
             all_reduces,
-            all_reduce_values: all_reduces * 100,
+            all_reduce_values: all_reduces * 101,
             other_collectives: other,
+            other_bytes: other * 4 * 11,
         }
+    }
+
+    #[test]
+    fn latency_is_fitted_through_two_sizes() {
+        let latency = Latency::fit(0.001, 1001, 0.011);
+        assert_eq!(latency.fixed_s, 0.001);
+        assert!((latency.per_value_s - 1e-5).abs() < 1e-15);
+        // 3 calls of 101 values: 3 × 1 ms + 300 × 10 µs.
+        assert!((latency.cost(3, 303.0) - 0.006).abs() < 1e-12);
+        // A barrier carries nothing and costs the fixed part.
+        assert_eq!(latency.cost(1, 0.0), 0.001);
+        assert_eq!(Latency::fit(0.002, 1, 0.003).per_value_s, 0.0);
     }
 
     #[test]
@@ -475,13 +521,14 @@ mod tests {
             cost(12, 1.5, 10, 3),
         ];
         let latency = Latency {
-            all_reduce_s: 0.01,
-            small_s: 0.001,
+            fixed_s: 0.001,
+            per_value_s: 0.0001,
         };
-        // 1 + 0.1 + 0.002; + 2 + 0.1 + 0.002; + 1.5 + 0.1 + 0.003
+        // Each all-reduce: 1 ms + 100 × 0.1 ms = 11 ms; each other: 1 ms + 10 × 0.1 ms = 2 ms.
+        // 1 + 0.11 + 0.004; + 2 + 0.11 + 0.004; + 1.5 + 0.11 + 0.006
         let (total, to_target) = project(&iterations, latency, Some(8));
-        assert!((total - 4.807).abs() < 1e-12, "{total}");
-        assert!((to_target.unwrap() - 3.204).abs() < 1e-12, "{to_target:?}");
+        assert!((total - 4.844).abs() < 1e-12, "{total}");
+        assert!((to_target.unwrap() - 3.228).abs() < 1e-12, "{to_target:?}");
         // A target between records is reached at the end of the iteration holding it.
         assert_eq!(project(&iterations, latency, Some(9)).1, Some(total));
         assert_eq!(project(&iterations, latency, None).1, None);
@@ -494,6 +541,7 @@ mod tests {
             "kind": "iteration", "episode": 40,
             "time/compute_cpu_s": [0.5, 0.9, 0.7],
             "time/all_reduces": 41, "time/all_reduce_values": 4100, "time/other_collectives": 3,
+            "time/other_bytes": 120,
         });
         assert_eq!(
             iteration_cost(&record),
@@ -503,6 +551,7 @@ mod tests {
                 all_reduces: 41,
                 all_reduce_values: 4100,
                 other_collectives: 3,
+                other_bytes: 120,
             })
         );
         assert_eq!(

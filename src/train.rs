@@ -730,7 +730,8 @@ impl Recorder {
                 .field("time/comm_wall_s", by_rank(|p| p.comm_wall_s))
                 .field("time/all_reduces", first.all_reduces)
                 .field("time/all_reduce_values", first.all_reduce_values)
-                .field("time/other_collectives", first.other_collectives);
+                .field("time/other_collectives", first.other_collectives)
+                .field("time/other_bytes", first.other_bytes);
         }
         if let Some(selection) = &record.selection {
             line = line.scalar("pool/selection_return_mean", selection.return_mean);

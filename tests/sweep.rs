@@ -186,15 +186,18 @@ fn scale_projects_a_profiled_worker_sweep() {
             assert_eq!(per_worker.as_f64(), Some(12.0 / n as f64));
         }
         let latency = &row["latency"];
-        let (all_reduce_s, small_s) = (
-            latency["all_reduce_s"].as_f64().unwrap(),
-            latency["small_s"].as_f64().unwrap(),
+        let (fixed_s, per_value_s) = (
+            latency["fixed_s"].as_f64().unwrap(),
+            latency["per_value_s"].as_f64().unwrap(),
         );
         if n == 1 {
-            assert_eq!((all_reduce_s, small_s), (0.0, 0.0));
+            assert_eq!((fixed_s, per_value_s), (0.0, 0.0));
         } else {
-            assert!(all_reduce_s > 0.0 && small_s > 0.0, "{latency}");
+            assert!(fixed_s > 0.0 && per_value_s >= 0.0, "{latency}");
         }
+        // calls × fixed + the values beyond one per call × per value
+        let cost =
+            |calls: f64, values: f64| calls * fixed_s + (values - calls).max(0.0) * per_value_s;
         let dirs = row["run_dirs"].as_array().unwrap();
         let totals = row["projected_s_total"].as_array().unwrap();
         for (run, total) in dirs.iter().zip(totals) {
@@ -216,9 +219,13 @@ fn scale_projects_a_profiled_worker_sweep() {
                 let calls = r["time/all_reduces"].as_f64().unwrap();
                 // REINFORCE averages its gradient (and value gradient) once per update.
                 assert!(n == 1 || calls >= 1.0, "{r}");
+                let field = |key: &str| r[key].as_f64().unwrap();
                 expected += slowest
-                    + calls * all_reduce_s
-                    + r["time/other_collectives"].as_f64().unwrap() * small_s;
+                    + cost(calls, field("time/all_reduce_values"))
+                    + cost(
+                        field("time/other_collectives"),
+                        field("time/other_bytes") / 4.0,
+                    );
             }
             let total = total.as_f64().unwrap();
             assert!((total - expected).abs() < 1e-9, "{total} vs {expected}");

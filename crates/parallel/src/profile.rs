@@ -33,6 +33,9 @@ pub struct WorkerProfile {
     pub all_reduce_values: u64,
     /// Every other collective (broadcasts, gathers, barriers).
     pub other_collectives: u64,
+    /// Bytes those collectives carried, as this worker saw them: its
+    /// payload of a gather, the message of a broadcast.
+    pub other_bytes: u64,
 }
 
 /// A measured value kept beside computed ones, such as the profile in an
@@ -110,23 +113,33 @@ impl<'a> TimedComm<'a> {
         profile
     }
 
-    fn timed<T>(&self, all_reduce_values: Option<usize>, call: impl FnOnce() -> T) -> T {
+    fn timed<T>(&self, kind: Call, call: impl FnOnce() -> T) -> T {
         let (cpu, wall) = (thread_cpu_seconds().unwrap_or(0.0), Instant::now());
         let result = call();
         let mut profile = self.profile.get();
         profile.comm_wall_s += wall.elapsed().as_secs_f64();
-        match all_reduce_values {
-            Some(values) => {
+        match kind {
+            Call::AllReduce { values } => {
                 profile.all_reduces += 1;
                 profile.all_reduce_values += values as u64;
             }
-            None => profile.other_collectives += 1,
+            Call::Other { bytes } => {
+                profile.other_collectives += 1;
+                profile.other_bytes += bytes as u64;
+            }
         }
         self.profile.set(profile);
         self.comm_cpu_s
             .set(self.comm_cpu_s.get() + thread_cpu_seconds().unwrap_or(0.0) - cpu);
         result
     }
+}
+
+/// What a timed call was.
+#[derive(Clone, Copy)]
+enum Call {
+    AllReduce { values: usize },
+    Other { bytes: usize },
 }
 
 impl Communicator for TimedComm<'_> {
@@ -139,24 +152,37 @@ impl Communicator for TimedComm<'_> {
     }
 
     fn barrier(&self) -> Result<()> {
-        self.timed(None, || self.inner.barrier())
+        self.timed(Call::Other { bytes: 0 }, || self.inner.barrier())
     }
 
     fn broadcast(&self, values: &mut [f32], root: usize) -> Result<()> {
-        self.timed(None, || self.inner.broadcast(values, root))
+        let bytes = std::mem::size_of_val(values);
+        self.timed(Call::Other { bytes }, || self.inner.broadcast(values, root))
     }
 
     fn all_reduce_sum(&self, values: &mut [f32]) -> Result<()> {
-        let len = values.len();
-        self.timed(Some(len), || self.inner.all_reduce_sum(values))
+        let call = Call::AllReduce {
+            values: values.len(),
+        };
+        self.timed(call, || self.inner.all_reduce_sum(values))
     }
 
     fn gather_bytes(&self, payload: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
-        self.timed(None, || self.inner.gather_bytes(payload, root))
+        let call = Call::Other {
+            bytes: payload.len(),
+        };
+        self.timed(call, || self.inner.gather_bytes(payload, root))
     }
 
     fn broadcast_bytes(&self, bytes: &mut Vec<u8>, root: usize) -> Result<()> {
-        self.timed(None, || self.inner.broadcast_bytes(bytes, root))
+        // The message's length is known to every rank only afterwards.
+        let result = self.timed(Call::Other { bytes: 0 }, || {
+            self.inner.broadcast_bytes(bytes, root)
+        });
+        let mut profile = self.profile.get();
+        profile.other_bytes += bytes.len() as u64;
+        self.profile.set(profile);
+        result
     }
 }
 
@@ -188,6 +214,13 @@ mod tests {
             timed.all_reduce_sum(&mut values)?;
             timed.all_reduce_sum(&mut values[..10])?;
             timed.barrier()?;
+            let mut message = if comm.rank() == 0 {
+                vec![7u8; 300]
+            } else {
+                Vec::new()
+            };
+            timed.broadcast_bytes(&mut message, 0)?;
+            timed.gather_bytes(&[1, 2, 3], 0)?;
             let first = timed.take();
             let second = timed.take();
             Ok((first, second))
@@ -199,13 +232,15 @@ mod tests {
                 (first.compute_cpu_s - expected).abs() < 0.03,
                 "rank {rank}: {first:?}"
             );
+            // A barrier, a broadcast of 300 bytes and a gather of 3.
             assert_eq!(
                 (
                     first.all_reduces,
                     first.all_reduce_values,
-                    first.other_collectives
+                    first.other_collectives,
+                    first.other_bytes
                 ),
-                (2, 1010, 1)
+                (2, 1010, 3, 303)
             );
             assert_eq!(second.all_reduces, 0, "take starts afresh");
             assert!(second.compute_cpu_s < 0.01, "{second:?}");
