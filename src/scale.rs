@@ -138,6 +138,10 @@ struct ProfiledRun {
     curve: Vec<(f64, f64)>,
     target_metric: String,
     episodes_to_target: Option<u64>,
+    env_steps_to_target: Option<u64>,
+    /// Gradient updates of each worker by the target (`charts/updates` of
+    /// the iteration that reached it).
+    updates_to_target: Option<u64>,
     wall_s_to_target: Option<f64>,
     /// Training wall time of the whole run (before its final evaluation).
     wall_s: f64,
@@ -195,6 +199,15 @@ fn load_run(dir: &Path) -> Result<ProfiledRun> {
             ))
         })
         .collect();
+    let episodes_to_target = summary.get("episodes_to_target").and_then(Value::as_u64);
+    let updates_to_target = episodes_to_target.and_then(|target| {
+        records
+            .iter()
+            .filter(|r| r["kind"] == "iteration")
+            .find(|r| r["episode"].as_u64().is_some_and(|e| e >= target))
+            .and_then(|r| r["charts/updates"].as_f64())
+            .map(|updates| updates as u64)
+    });
     Ok(ProfiledRun {
         dir: dir.to_path_buf(),
         workers,
@@ -202,7 +215,9 @@ fn load_run(dir: &Path) -> Result<ProfiledRun> {
         iterations,
         curve,
         target_metric,
-        episodes_to_target: summary.get("episodes_to_target").and_then(Value::as_u64),
+        episodes_to_target,
+        env_steps_to_target: summary.get("env_steps_to_target").and_then(Value::as_u64),
+        updates_to_target,
         wall_s_to_target: summary.get("wall_s_to_target").and_then(Value::as_f64),
         wall_s,
     })
@@ -243,6 +258,12 @@ pub struct ScaleRow {
     pub reached: usize,
     /// Episodes per worker to the target, by run (`None`: not reached).
     pub per_worker_episodes_to_target: Vec<Option<f64>>,
+    /// Environment steps per worker to the target (training and
+    /// evaluation), by run.
+    pub per_worker_env_steps_to_target: Vec<Option<f64>>,
+    /// Gradient updates of each worker to the target, by run (learners
+    /// that report `charts/updates`).
+    pub updates_to_target: Vec<Option<u64>>,
     /// The slowest worker's compute per iteration, median over every
     /// iteration of every run, in seconds.
     pub compute_s_per_iteration: f64,
@@ -362,6 +383,11 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
                 .iter()
                 .map(|r| r.episodes_to_target.map(|e| e as f64 / workers as f64))
                 .collect(),
+            per_worker_env_steps_to_target: group
+                .iter()
+                .map(|r| r.env_steps_to_target.map(|e| e as f64 / workers as f64))
+                .collect(),
+            updates_to_target: group.iter().map(|r| r.updates_to_target).collect(),
             compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
             values_per_all_reduce: values_per_call,
             measured_values,
@@ -428,6 +454,7 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
         "workers",
         "reached",
         "episodes per worker to target",
+        "updates to target",
         "compute s / iteration",
         "all-reduce ms",
         "projected s to target",
@@ -466,6 +493,13 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
                 row.workers.to_string(),
                 format!("{}/{}", row.reached, row.runs),
                 median_and_range(&flat(&row.per_worker_episodes_to_target)),
+                median_and_range(
+                    &row.updates_to_target
+                        .iter()
+                        .flatten()
+                        .map(|u| *u as f64)
+                        .collect::<Vec<_>>(),
+                ),
                 format!("{:.3}", row.compute_s_per_iteration),
                 format!(
                     "{:.3}",

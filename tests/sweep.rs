@@ -185,6 +185,14 @@ fn scale_projects_a_profiled_worker_sweep() {
         for per_worker in row["per_worker_episodes_to_target"].as_array().unwrap() {
             assert_eq!(per_worker.as_f64(), Some(12.0 / n as f64));
         }
+        // REINFORCE reports no update count; the env steps come from the summaries.
+        assert!(
+            row["updates_to_target"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|u| u.is_null())
+        );
         let latency = &row["latency"];
         let (fixed_s, per_value_s) = (
             latency["fixed_s"].as_f64().unwrap(),
@@ -200,7 +208,16 @@ fn scale_projects_a_profiled_worker_sweep() {
             |calls: f64, values: f64| calls * fixed_s + (values - calls).max(0.0) * per_value_s;
         let dirs = row["run_dirs"].as_array().unwrap();
         let totals = row["projected_s_total"].as_array().unwrap();
-        for (run, total) in dirs.iter().zip(totals) {
+        let env_steps = row["per_worker_env_steps_to_target"].as_array().unwrap();
+        for ((run, total), steps) in dirs.iter().zip(totals).zip(env_steps) {
+            let summary: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(dir.join(run.as_str().unwrap()).join("summary.json")).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(
+                steps.as_f64().unwrap(),
+                summary["env_steps_to_target"].as_f64().unwrap() / n as f64
+            );
             let records = common::records(&dir.join(run.as_str().unwrap()));
             let iterations: Vec<_> = records
                 .iter()
