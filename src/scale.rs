@@ -327,78 +327,10 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     for run in &runs {
         by_workers.entry(run.workers).or_default().push(run);
     }
-    let mut rows = Vec::new();
-    for (&workers, group) in &by_workers {
-        let iterations = || group.iter().flat_map(|r| &r.iterations);
-        let mean = |total: u64, calls: u64| total.checked_div(calls).unwrap_or(0);
-        let values_per_call = mean(
-            iterations().map(|i| i.all_reduce_values).sum(),
-            iterations().map(|i| i.all_reduces).sum(),
-        );
-        let values_per_other = mean(
-            iterations().map(|i| i.other_bytes / 4).sum(),
-            iterations().map(|i| i.other_collectives).sum(),
-        );
-        let measured_values = values_per_call.max(values_per_other).max(2);
-        let latency = if workers == 1 {
-            // One worker's collectives return at once.
-            Latency {
-                fixed_s: 0.0,
-                per_value_s: 0.0,
-            }
-        } else {
-            eprintln!(
-                "scale: measuring all-reduce latency on {} with {workers} workers",
-                backend.name()
-            );
-            let result = bench_in_process(
-                backend,
-                workers,
-                &["--values".to_string(), measured_values.to_string()],
-            )?;
-            let seconds = |key: &str| {
-                result[key].as_f64().ok_or_else(|| {
-                    Error::Comm(format!("the latency measurement gave no {key}: {result}"))
-                })
-            };
-            Latency::fit(
-                seconds("all_reduce_1_s")?,
-                measured_values,
-                seconds("all_reduce_s")?,
-            )
-        };
-        let projections: Vec<(f64, Option<f64>)> = group
-            .iter()
-            .map(|r| project(&r.iterations, latency, r.episodes_to_target))
-            .collect();
-        let compute: Vec<f64> = iterations().map(|i| i.compute_s).collect();
-        rows.push(ScaleRow {
-            workers,
-            runs: group.len(),
-            reached: group
-                .iter()
-                .filter(|r| r.episodes_to_target.is_some())
-                .count(),
-            per_worker_episodes_to_target: group
-                .iter()
-                .map(|r| r.episodes_to_target.map(|e| e as f64 / workers as f64))
-                .collect(),
-            per_worker_env_steps_to_target: group
-                .iter()
-                .map(|r| r.env_steps_to_target.map(|e| e as f64 / workers as f64))
-                .collect(),
-            updates_to_target: group.iter().map(|r| r.updates_to_target).collect(),
-            compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
-            values_per_all_reduce: values_per_call,
-            measured_values,
-            latency,
-            projected_s_to_target: projections.iter().map(|p| p.1).collect(),
-            projected_s_total: projections.iter().map(|p| p.0).collect(),
-            measured_s_to_target: group.iter().map(|r| r.wall_s_to_target).collect(),
-            measured_s_total: group.iter().map(|r| r.wall_s).collect(),
-            run_dirs: group.iter().map(|r| r.dir.clone()).collect(),
-        });
-    }
+    let rows = by_workers
+        .iter()
+        .map(|(&workers, group)| scale_row(workers, group, backend))
+        .collect::<Result<Vec<_>>>()?;
     let table = table(&rows);
     print!(
         "{}",
@@ -445,6 +377,85 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
         plot.display()
     );
     Ok(())
+}
+
+/// One worker count's row: its runs projected with the all-reduce latency
+/// measured for that many workers.
+fn scale_row(workers: usize, group: &[&ProfiledRun], backend: Backend) -> Result<ScaleRow> {
+    let iterations = || group.iter().flat_map(|r| &r.iterations);
+    let mean = |total: u64, calls: u64| total.checked_div(calls).unwrap_or(0);
+    let values_per_call = mean(
+        iterations().map(|i| i.all_reduce_values).sum(),
+        iterations().map(|i| i.all_reduces).sum(),
+    );
+    let values_per_other = mean(
+        iterations().map(|i| i.other_bytes / 4).sum(),
+        iterations().map(|i| i.other_collectives).sum(),
+    );
+    let measured_values = values_per_call.max(values_per_other).max(2);
+    let latency = measure_latency(backend, workers, measured_values)?;
+    let projections: Vec<(f64, Option<f64>)> = group
+        .iter()
+        .map(|r| project(&r.iterations, latency, r.episodes_to_target))
+        .collect();
+    let compute: Vec<f64> = iterations().map(|i| i.compute_s).collect();
+    Ok(ScaleRow {
+        workers,
+        runs: group.len(),
+        reached: group
+            .iter()
+            .filter(|r| r.episodes_to_target.is_some())
+            .count(),
+        per_worker_episodes_to_target: group
+            .iter()
+            .map(|r| r.episodes_to_target.map(|e| e as f64 / workers as f64))
+            .collect(),
+        per_worker_env_steps_to_target: group
+            .iter()
+            .map(|r| r.env_steps_to_target.map(|e| e as f64 / workers as f64))
+            .collect(),
+        updates_to_target: group.iter().map(|r| r.updates_to_target).collect(),
+        compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
+        values_per_all_reduce: values_per_call,
+        measured_values,
+        latency,
+        projected_s_to_target: projections.iter().map(|p| p.1).collect(),
+        projected_s_total: projections.iter().map(|p| p.0).collect(),
+        measured_s_to_target: group.iter().map(|r| r.wall_s_to_target).collect(),
+        measured_s_total: group.iter().map(|r| r.wall_s).collect(),
+        run_dirs: group.iter().map(|r| r.dir.clone()).collect(),
+    })
+}
+
+/// The all-reduce latency of `workers` workers on `backend`, fitted through
+/// one value and `values` values (measured in a fresh process); zero for
+/// one worker, whose collectives return at once.
+fn measure_latency(backend: Backend, workers: usize, values: u64) -> Result<Latency> {
+    if workers == 1 {
+        return Ok(Latency {
+            fixed_s: 0.0,
+            per_value_s: 0.0,
+        });
+    }
+    eprintln!(
+        "scale: measuring all-reduce latency on {} with {workers} workers",
+        backend.name()
+    );
+    let result = bench_in_process(
+        backend,
+        workers,
+        &["--values".to_string(), values.to_string()],
+    )?;
+    let seconds = |key: &str| {
+        result[key]
+            .as_f64()
+            .ok_or_else(|| Error::Comm(format!("the latency measurement gave no {key}: {result}")))
+    };
+    Ok(Latency::fit(
+        seconds("all_reduce_1_s")?,
+        values,
+        seconds("all_reduce_s")?,
+    ))
 }
 
 /// The printed table: medians and ranges over seeds, the speedup and the
