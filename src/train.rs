@@ -1037,19 +1037,25 @@ fn next_multiple(n: u64, every: u64) -> u64 {
     (n / every + 1) * every
 }
 
-/// Checks `cfg` against the config stored with a checkpoint; only the budget
-/// (`train.*`) may differ on resume.
+/// Checks `cfg` against the config stored with a checkpoint; only the keys
+/// of [`RESUME_MAY_CHANGE`] may differ on resume.
 pub fn check_resume_config(ckpt: &Checkpoint, cfg: &RunConfig) -> Result<()> {
     config_must_match(ckpt.config(), ckpt.dir(), cfg)
 }
 
-/// `cfg` against the config text saved at `origin`, outside `train.*`.
+/// `cfg` against the config text saved at `origin`, outside
+/// [`RESUME_MAY_CHANGE`].
+/// Settings a resume may change: the budget and schedule (`train.*`), and
+/// what only watches the run — how long a silent worker is waited for, and
+/// whether iteration lines carry the workers' profiles.
+pub const RESUME_MAY_CHANGE: &[&str] = &["train", "parallel.timeout_s", "parallel.profile"];
+
 fn config_must_match(saved: &str, origin: &Path, cfg: &RunConfig) -> Result<()> {
     // A config an earlier version wrote is compared as today reads it:
     // renamed keys migrated, keys added since at their defaults.
     let today = RunConfig::from_toml(saved, "saved config").map(|c| c.to_toml());
     let saved = today.as_deref().unwrap_or(saved);
-    shoal_eval::check_config_matches(saved, &cfg.to_toml(), &["train"])
+    shoal_eval::check_config_matches(saved, &cfg.to_toml(), RESUME_MAY_CHANGE)
         .map_err(|e| in_context(&format!("cannot resume from {}", origin.display()), e))
 }
 

@@ -227,6 +227,61 @@ fn resumed_averaging_restores_every_workers_replay_memory_on_threads_and_process
 }
 
 #[test]
+fn a_resume_may_turn_profiling_on_but_not_change_how_workers_train() {
+    let dir = scratch("resume-profile");
+    let train = |args: &[&str]| {
+        let mut all = vec![
+            "train",
+            "toy-reinforce",
+            "--quiet",
+            "--workers",
+            "2",
+            "--set",
+            "parallel.strategy=\"averaging\"",
+            "--set",
+            "train.checkpoint_every=20",
+        ];
+        all.extend_from_slice(args);
+        shoal(&all, &dir)
+    };
+    let out = train(&["--out", "run", "--set", "train.episodes=20"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = train(&[
+        "--resume",
+        "run",
+        "--set",
+        "train.episodes=40",
+        "--set",
+        "parallel.profile=true",
+        "--set",
+        "parallel.timeout_s=60",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let profiled: Vec<bool> = records(&dir.join("run"))
+        .iter()
+        .filter(|r| r["kind"] == "iteration")
+        .map(|r| r.get("time/compute_cpu_s").is_some())
+        .collect();
+    // 20 episodes / (2 workers × 10) per iteration: one before, one after.
+    assert_eq!(profiled, [false, true]);
+    let config = std::fs::read_to_string(dir.join("run/config.toml")).unwrap();
+    assert!(config.contains("profile = true"), "{config}");
+
+    let out = train(&[
+        "--resume",
+        "run",
+        "--set",
+        "train.episodes=60",
+        "--set",
+        "parallel.episodes_per_iteration=5",
+    ]);
+    assert_clean_failure(
+        &out,
+        "resume config mismatch: parallel.episodes_per_iteration is 10 in the checkpoint but 5 now",
+    );
+}
+
+#[test]
 fn unknown_preset_is_one_clear_error() {
     let dir = scratch("unknown-preset");
     let out = shoal(&["train", "worm-reinforcee"], &dir);
