@@ -123,12 +123,7 @@ fn measure_all_reduce(comm: &dyn Communicator, values: usize) -> Result<Value> {
     let mean_seconds = |len: usize| -> Result<f64> {
         let mut buffer = vec![1.0f32; len];
         comm.all_reduce_sum(&mut buffer)?; // warm-up: connections, pages
-        comm.barrier()?;
-        let clock = Instant::now();
-        for _ in 0..ALL_REDUCE_REPEATS {
-            comm.all_reduce_sum(&mut buffer)?;
-        }
-        Ok(clock.elapsed().as_secs_f64() / f64::from(ALL_REDUCE_REPEATS))
+        mean_all_reduce_seconds(comm, &mut buffer)
     };
     let large = mean_seconds(values)?;
     let single = mean_seconds(1)?;
@@ -186,23 +181,24 @@ pub fn bench_in_process(backend: Backend, workers: usize, args: &[String]) -> Re
     })
 }
 
+/// Mean seconds of one all-reduce of `buffer` over [`ALL_REDUCE_REPEATS`]
+/// calls, the ranks lined up by a barrier first.
+fn mean_all_reduce_seconds(comm: &dyn Communicator, buffer: &mut [f32]) -> Result<f64> {
+    comm.barrier()?;
+    let clock = Instant::now();
+    for _ in 0..ALL_REDUCE_REPEATS {
+        comm.all_reduce_sum(buffer)?;
+    }
+    Ok(clock.elapsed().as_secs_f64() / f64::from(ALL_REDUCE_REPEATS))
+}
+
 /// One measurement on the ranks of `comm`; the JSON result on rank 0.
 fn measure(comm: &dyn Communicator, backend: Backend, episodes: usize) -> Result<Value> {
     let mut values = vec![1.0f32; ALL_REDUCE_VALUES];
-    comm.barrier()?;
-    let clock = Instant::now();
-    for _ in 0..ALL_REDUCE_REPEATS {
-        comm.all_reduce_sum(&mut values)?;
-    }
-    let all_reduce_us = clock.elapsed().as_secs_f64() * 1e6 / f64::from(ALL_REDUCE_REPEATS);
+    let all_reduce_us = mean_all_reduce_seconds(comm, &mut values)? * 1e6;
 
     let mut gradients = vec![1.0f32; actor_critic_parameters()?];
-    comm.barrier()?;
-    let clock = Instant::now();
-    for _ in 0..ALL_REDUCE_REPEATS {
-        comm.all_reduce_sum(&mut gradients)?;
-    }
-    let actor_critic_us = clock.elapsed().as_secs_f64() * 1e6 / f64::from(ALL_REDUCE_REPEATS);
+    let actor_critic_us = mean_all_reduce_seconds(comm, &mut gradients)? * 1e6;
 
     let cfg = preset("worm-reinforce")?;
     let mut learner = make_rollout_learner(&cfg, comm.rank())?;
