@@ -122,19 +122,30 @@ fn cohorts(runs: &[RunData]) -> Vec<Cohort<'_>> {
     cohorts
 }
 
-/// `key=value` (comma-separated) for each setting of `run` whose value
-/// differs in some other run of the same preset, seeds aside.
+/// `key=value` (comma-separated) for each setting in which `run` departs
+/// from the rest of its preset, seeds aside: a setting that varies between
+/// the preset's variants (distinct configs) is named unless `run` holds the
+/// value a strict majority of the variants share. An ablation over several
+/// keys thus labels each cell by its own change (`algo.her_strategy="final"`),
+/// and the baseline by its preset alone, instead of every cell by every key.
 fn distinguishing_settings(run: &RunData, runs: &[RunData]) -> String {
     let Some(own) = &run.settings else {
         return String::new();
     };
-    let others: Vec<&BTreeMap<String, String>> = runs
+    let variants: BTreeSet<&BTreeMap<String, String>> = runs
         .iter()
         .filter(|other| other.preset == run.preset)
         .filter_map(|other| other.settings.as_ref())
         .collect();
+    let shared_by_majority = |key: &str, value: &String| {
+        let holders = variants
+            .iter()
+            .filter(|variant| variant.get(key) == Some(value))
+            .count();
+        2 * holders > variants.len()
+    };
     own.iter()
-        .filter(|(key, value)| others.iter().any(|o| o.get(*key) != Some(*value)))
+        .filter(|(key, value)| !shared_by_majority(key, value))
         .map(|(key, value)| format!("{key}={value}"))
         .collect::<Vec<_>>()
         .join(", ")
@@ -792,5 +803,35 @@ mod tests {
         );
         assert_eq!(cohorts[0].members.len(), 2);
         assert_eq!(cohorts[0].members[1].label, "f1");
+    }
+
+    #[test]
+    fn an_ablation_labels_each_cell_by_its_own_change_and_the_baseline_by_its_preset() {
+        let with = |label: &str, seed: i64, strategy: &str, skip: bool| {
+            let mut data = run(label, Some("ball"), Some(seed), 10);
+            data.settings = Some(BTreeMap::from([
+                ("algo.her_strategy".to_string(), format!("\"{strategy}\"")),
+                ("algo.her_skip_static".to_string(), skip.to_string()),
+                ("preset".to_string(), "\"ball\"".to_string()),
+            ]));
+            data
+        };
+        let runs = vec![
+            with("future-0", 0, "future", false),
+            with("future-1", 1, "future", false),
+            with("final-0", 0, "final", false),
+            with("final-1", 1, "final", false),
+            with("skip-0", 0, "future", true),
+            with("skip-1", 1, "future", true),
+        ];
+        let labels: Vec<String> = cohorts(&runs).into_iter().map(|c| c.label).collect();
+        assert_eq!(
+            labels,
+            [
+                "ball (2 seeds)",
+                "ball algo.her_strategy=\"final\" (2 seeds)",
+                "ball algo.her_skip_static=true (2 seeds)",
+            ]
+        );
     }
 }
