@@ -26,7 +26,7 @@ pub use shoal_eval as eval;
 pub use shoal_parallel as parallel;
 pub use shoal_policy as policy;
 
-pub mod allocator;
+pub use shoal_core::allocator;
 pub mod bench;
 pub mod cli;
 pub mod config;

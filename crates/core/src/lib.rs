@@ -37,6 +37,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod allocator;
 mod env;
 mod error;
 mod learner;

@@ -1,4 +1,8 @@
 //! Allocator settings for a training process.
+//!
+//! Here in shoal-core, not in the `shoal` binary's crate, so that every
+//! program that trains with shoal's crates (the binary, the examples, a
+//! user's own `main`, a crate's long-running tests) can make the same call.
 
 /// Tells glibc's malloc to keep freed blocks in the process for reuse,
 /// instead of handing them back to the kernel and asking for fresh zeroed
@@ -16,7 +20,7 @@
 /// learned are the same bits: only where memory comes from changes.
 ///
 /// Call it first thing in `main`, before any thread starts; the `shoal`
-/// binary does. Memory freed during training then stays with the process
+/// binary, the examples and the arm-push learning test do. Memory freed during training then stays with the process
 /// until it exits, which is what a training run wants.
 pub fn keep_freed_memory_for_reuse() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
