@@ -20,8 +20,9 @@
 /// learned are the same bits: only where memory comes from changes.
 ///
 /// Call it first thing in `main`, before any thread starts; the `shoal`
-/// binary, the examples and the arm-push learning test do. Memory freed during training then stays with the process
-/// until it exits, which is what a training run wants.
+/// binary, the examples and the arm-push learning test do. Memory freed
+/// during training then stays with the process until it exits, which is
+/// what a training run wants.
 pub fn keep_freed_memory_for_reuse() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
