@@ -177,7 +177,11 @@ where
     match body(&comm) {
         Ok(value) => Ok(comm.is_root().then_some(value)),
         Err(error) if comm.size() > 1 => {
-            eprintln!("error (rank {}): {error}", comm.rank());
+            // One write for the whole line: `eprintln!` writes the error's
+            // parts one by one to unbuffered stderr, and mpirun forwards each
+            // write as it comes, so its abort notice could land mid-line.
+            let line = format!("error (rank {}): {error}\n", comm.rank());
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             comm.abort(1)
         }
         Err(error) => Err(error),
