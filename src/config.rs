@@ -87,6 +87,12 @@ pub struct TrainConfig {
     /// over `target_return`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_success: Option<f64>,
+    /// End the run at the first evaluation that reaches the target (as
+    /// Stable-Baselines3's `StopTrainingOnRewardThreshold`); the final
+    /// evaluation, checkpoint and `summary.json` follow as after the last
+    /// episode. A parallel run then checkpoints at every evaluation, so it
+    /// can end at any of them with every worker's replay memory. Default false.
+    pub stop_at_target: bool,
 }
 
 impl Default for TrainConfig {
@@ -99,6 +105,7 @@ impl Default for TrainConfig {
             checkpoint_every: 1_000,
             target_return: None,
             target_success: None,
+            stop_at_target: false,
         }
     }
 }

@@ -406,6 +406,12 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     {
         return bad(format!("train.target_return must be finite, got {value}"));
     }
+    if train.stop_at_target
+        && run_target(cfg, None).is_none()
+        && !matches!(cfg.env, EnvConfig::Worm(_))
+    {
+        return bad(NO_STOP_TARGET.into());
+    }
     if let AlgoConfig::Ddpg(ddpg) = &cfg.algo
         && cfg.parallel.strategy == StrategyKind::Averaging
         && ddpg.train_every == shoal_algo::TrainEvery::Step
@@ -576,6 +582,9 @@ struct Recorder {
     worker_settings: Option<serde_json::Value>,
     /// Whether iteration lines carry the workers' profiles (`parallel.profile`).
     profile: bool,
+    /// The target that ends the run when an evaluation reaches it
+    /// (`train.stop_at_target`).
+    stop_target: Option<Target>,
 }
 
 impl Recorder {
@@ -605,6 +614,13 @@ impl Recorder {
                 .collect();
             serde_json::Value::from(settings)
         });
+        let stop_target = match cfg.train.stop_at_target {
+            true => {
+                let gait = worm_gait(cfg).map(|gait| gait.episode_return);
+                Some(run_target(cfg, gait).ok_or_else(|| Error::Config(NO_STOP_TARGET.into()))?)
+            }
+            false => None,
+        };
         Ok(Recorder {
             run,
             metrics,
@@ -615,6 +631,7 @@ impl Recorder {
             wall_before,
             worker_settings,
             profile: cfg.parallel.profile,
+            stop_target,
         })
     }
 
@@ -623,7 +640,9 @@ impl Recorder {
         self.wall_before + self.clock.elapsed().as_secs_f64()
     }
 
-    fn eval(&mut self, counters: Counters, eval: &shoal_core::EvalReport) -> Result<()> {
+    /// Records an evaluation; returns whether it ends the run
+    /// (`train.stop_at_target`).
+    fn eval(&mut self, counters: Counters, eval: &shoal_core::EvalReport) -> Result<bool> {
         let mut record = Record::new(
             RecordKind::Eval,
             counters.episodes,
@@ -645,7 +664,13 @@ impl Recorder {
             "episode {}: eval return {:.2}{success}",
             counters.episodes, eval.return_mean
         ));
-        Ok(())
+        Ok(self.stop_target.as_ref().is_some_and(|target| {
+            target.is_reached_by(
+                record
+                    .get(&target.metric)
+                    .and_then(serde_json::Value::as_f64),
+            )
+        }))
     }
 
     /// Writes a checkpoint of `learner` after `counters`, with every
@@ -740,9 +765,12 @@ impl Recorder {
             }
         }
         self.metrics.write(&line)?;
-        if let Some(eval) = &record.eval {
-            self.eval(counters, eval)?;
-        }
+        let stop = match &record.eval {
+            Some(eval) => self.eval(counters, eval)?,
+            None => false,
+        };
+        // A stop comes at an evaluation, which `train.stop_at_target` made
+        // a checkpoint iteration too.
         if record.iteration.is_multiple_of(checkpoint_interval)
             || record.iteration == last_iteration
         {
@@ -750,7 +778,11 @@ impl Recorder {
         }
         self.progress
             .advance(record.episodes, record.train_return_mean);
-        Ok(Control::Continue)
+        Ok(if stop {
+            Control::Stop
+        } else {
+            Control::Continue
+        })
     }
 }
 
@@ -807,11 +839,11 @@ pub fn train_single(
             .scalars(report.scalars.iter().map(|(k, v)| (k.clone(), *v)));
             recorder.metrics.write(&record)?;
         }
-        let done = counters.episodes == cfg.train.episodes;
+        let mut done = counters.episodes == cfg.train.episodes;
         if counters.episodes % cfg.train.eval_every == 0 || done {
             let eval = learner.evaluate(cfg.train.eval_episodes, eval_seed(cfg))?;
             counters.eval_env_steps += shoal_parallel::eval_steps(&eval);
-            recorder.eval(counters, &eval)?;
+            done |= recorder.eval(counters, &eval)?;
         }
         if counters.episodes % cfg.train.checkpoint_every == 0 || done {
             recorder.checkpoint(learner.as_ref(), counters, None)?;
@@ -819,6 +851,9 @@ pub fn train_single(
         recorder
             .progress
             .advance(counters.episodes, report.episode_returns.last().copied());
+        if done {
+            break;
+        }
     }
     recorder.progress.finish();
     let wall = recorder.wall();
@@ -907,14 +942,20 @@ where
 
     let workers = comm.size() as u64;
     let per_worker = cfg.parallel.episodes_per_iteration.max(1) as u64;
+    let eval_interval = (cfg.train.eval_every / (per_worker * workers)).max(1);
     let schedule = StrategySetup {
         cfg,
         rank: comm.rank(),
         workers: comm.size(),
         iterations: cfg.train.episodes.div_ceil(per_worker * workers).max(1),
         episodes_per_iteration: per_worker as usize,
-        eval_interval: (cfg.train.eval_every / (per_worker * workers)).max(1),
-        checkpoint_interval: (cfg.train.checkpoint_every / (per_worker * workers)).max(1),
+        eval_interval,
+        // A run that may stop at any evaluation checkpoints at each, with
+        // every worker's memory, so where it stops it can be resumed.
+        checkpoint_interval: match cfg.train.stop_at_target {
+            true => eval_interval,
+            false => (cfg.train.checkpoint_every / (per_worker * workers)).max(1),
+        },
         eval_seed: eval_seed(cfg),
     };
     let mut strategy = make_strategy(&schedule)?;
@@ -975,11 +1016,10 @@ pub fn finish_run<L: Learner + ?Sized>(
     .extra("eval_return_std", eval.return_std)
     .extra("workers", cfg.parallel.workers)
     .extra("strategy", cfg.parallel.strategy.name());
-    // The gait search may find nothing on an unusual worm: the summary then
-    // goes without the reference rather than the run failing at its end.
-    if let EnvConfig::Worm(worm) = &cfg.env
-        && let Ok(gait) = shoal_env::try_best_travelling_wave(worm, cfg.seed)
-    {
+    if cfg.train.stop_at_target {
+        summary = summary.extra("stopped_at_target", counters.episodes < cfg.train.episodes);
+    }
+    if let Some(gait) = worm_gait(cfg) {
         summary = summary
             .extra("gait_return", gait.episode_return)
             .extra("gait_speed", gait.speed)
@@ -994,7 +1034,8 @@ pub fn finish_run<L: Learner + ?Sized>(
             );
         }
     }
-    if let Some(target) = run_target(cfg, &summary) {
+    let gait_return = summary.extra.get("gait_return").and_then(|v| v.as_f64());
+    if let Some(target) = run_target(cfg, gait_return) {
         let reached = target.first_reached(&read_metrics(run.path())?);
         summary = summary.target(&target, reached, cfg.parallel.workers as u64);
     }
@@ -1002,10 +1043,23 @@ pub fn finish_run<L: Learner + ?Sized>(
     Ok(summary)
 }
 
+/// The best travelling-wave gait of a worm run's worm, its reference.
+/// The gait search may find nothing on an unusual worm: the run then goes
+/// without the reference rather than failing.
+fn worm_gait(cfg: &RunConfig) -> Option<shoal_env::GaitReference> {
+    match &cfg.env {
+        EnvConfig::Worm(worm) => shoal_env::try_best_travelling_wave(worm, cfg.seed).ok(),
+        _ => None,
+    }
+}
+
+const NO_STOP_TARGET: &str =
+    "train.stop_at_target needs a target: set train.target_success or train.target_return";
+
 /// The run's target: `train.target_success` (default 0.9 on goal tasks),
-/// else `train.target_return` (default the worm's gait return, already in
-/// `summary`); `None` where neither applies.
-fn run_target(cfg: &RunConfig, summary: &Summary) -> Option<Target> {
+/// else `train.target_return` (default `gait_return`, the worm's gait's
+/// return); `None` where neither applies.
+fn run_target(cfg: &RunConfig, gait_return: Option<f64>) -> Option<Target> {
     let goal_task = matches!(
         cfg.env,
         EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_) | EnvConfig::PointGoal(_)
@@ -1020,8 +1074,7 @@ fn run_target(cfg: &RunConfig, summary: &Summary) -> Option<Target> {
             value,
         });
     }
-    let gait = summary.extra.get("gait_return").and_then(|v| v.as_f64());
-    cfg.train.target_return.or(gait).map(|value| Target {
+    cfg.train.target_return.or(gait_return).map(|value| Target {
         metric: "eval/return_mean".into(),
         value,
     })
@@ -1239,5 +1292,94 @@ mod tests {
         assert!(summary["episodes_to_target"].is_null());
         assert!(summary["wall_s_to_target"].is_null());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `train.stop_at_target` on `preset`: the run ends at the first
+    /// evaluation that reaches the target, with the same evaluations as a
+    /// run without the stop up to there, and its last checkpoint (a parallel
+    /// run's holding every worker's memory) resumes into exactly the rest of
+    /// that run.
+    fn stops_at_target_and_resumes_exactly(preset: &str, metric: &str, extra: &[&str]) {
+        let dir = std::env::temp_dir().join(format!("shoal-stop-{preset}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let plan = |name: &str, resume: bool, more: &[String]| {
+            let mut overrides: Vec<String> = ["train.episodes=240", "train.eval_every=40"]
+                .iter()
+                .chain(extra)
+                .map(|s| s.to_string())
+                .collect();
+            overrides.extend(more.iter().cloned());
+            Plan {
+                cfg: RunConfig::resolve(preset, &overrides).unwrap(),
+                out: (!resume).then(|| dir.join(name)),
+                resume: resume.then(|| dir.join(name)),
+                checkpoint: None,
+                quiet: true,
+            }
+        };
+        let scores = |run: &Path| -> Vec<(u64, f64)> {
+            evals(run)
+                .iter()
+                .map(|r| (r["episode"].as_u64().unwrap(), r[metric].as_f64().unwrap()))
+                .collect()
+        };
+        let (free, _) = run(&plan("free", false, &[])).unwrap().unwrap();
+        let free_scores = scores(&free);
+        // The best score before the last evaluation: first reached before the end.
+        let target = free_scores[..free_scores.len() - 1]
+            .iter()
+            .map(|(_, score)| *score)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let reached_at = free_scores.iter().find(|(_, s)| *s >= target).unwrap().0;
+        assert!(reached_at < 240);
+        let key = match metric {
+            "eval/success_rate" => "train.target_success",
+            _ => "train.target_return",
+        };
+        let stop = [
+            format!("{key}={target}"),
+            "train.stop_at_target=true".into(),
+        ];
+        let (stopped, summary) = run(&plan("stopped", false, &stop)).unwrap().unwrap();
+        assert_eq!(summary.episodes, reached_at);
+        assert_eq!(summary.extra["stopped_at_target"], true);
+        let stopped_scores = scores(&stopped);
+        assert_eq!(stopped_scores, free_scores[..stopped_scores.len()]);
+        assert_eq!(stopped_scores.last().unwrap().0, reached_at);
+        let ckpt = load_checkpoint(&stopped, &CheckpointSelector::Latest, None).unwrap();
+        assert_eq!(ckpt.progress().episodes, reached_at);
+
+        let go_on = [
+            format!("{key}={target}"),
+            "train.stop_at_target=false".into(),
+        ];
+        let (resumed, summary) = run(&plan("stopped", true, &go_on)).unwrap().unwrap();
+        assert_eq!(summary.extra.get("stopped_at_target"), None);
+        assert_eq!(scores(&resumed), free_scores);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_single_learner_stops_at_its_target_and_resumes_exactly() {
+        stops_at_target_and_resumes_exactly("toy-reinforce", "eval/return_mean", &[]);
+    }
+
+    #[test]
+    fn averaging_workers_stop_at_their_target_and_resume_with_their_memories() {
+        stops_at_target_and_resumes_exactly(
+            "toy-ddpg-her",
+            "eval/success_rate",
+            &["parallel.strategy=averaging", "parallel.workers=2"],
+        );
+    }
+
+    #[test]
+    fn stop_at_target_without_a_target_is_refused() {
+        let cfg =
+            RunConfig::resolve("toy-reinforce", &["train.stop_at_target=true".into()]).unwrap();
+        assert_eq!(
+            check_config(&cfg).unwrap_err().to_string(),
+            format!("invalid configuration: {NO_STOP_TARGET}")
+        );
     }
 }

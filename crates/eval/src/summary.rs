@@ -101,6 +101,12 @@ pub struct TargetReached {
 }
 
 impl Target {
+    /// Whether an evaluation whose `metric` scored `score` (absent: never)
+    /// reaches the target.
+    pub fn is_reached_by(&self, score: Option<f64>) -> bool {
+        score.is_some_and(|v| v >= self.value)
+    }
+
     /// The first `eval` record of `records` (as [`crate::read_metrics`]
     /// returns them, in order) that reaches the target; `None` if none does.
     /// A record's `eval_env_steps` (absent: 0) counts toward its env steps.
@@ -121,11 +127,7 @@ impl Target {
         records
             .iter()
             .filter(|r| r["kind"] == "eval")
-            .find(|r| {
-                r[self.metric.as_str()]
-                    .as_f64()
-                    .is_some_and(|v| v >= self.value)
-            })
+            .find(|r| self.is_reached_by(r[self.metric.as_str()].as_f64()))
             .map(|r| TargetReached {
                 episodes: r["episode"].as_u64().unwrap_or(0),
                 env_steps: r["env_steps"].as_u64().unwrap_or(0)
