@@ -16,6 +16,8 @@ pub const MAX_BATCH: usize = 1 << 16;
 pub const MAX_HER_K: usize = 64;
 /// Longest HAC attempt (the paper uses 10 to 25).
 pub const MAX_HORIZON: usize = 1000;
+/// Most observation components a HAC subgoal may name.
+pub const MAX_SUBGOAL_DIM: usize = 64;
 
 /// An `Error::Config` of the form `"{algo} {key} {why}"`.
 pub(crate) fn bad(algo: &str, key: &str, why: impl std::fmt::Display) -> Error {

@@ -9,8 +9,10 @@
 //! # The hierarchy
 //!
 //! Level `L − 1` (the top) is given the environment's desired goal; every
-//! level `i > 0` proposes a *subgoal* in the achieved-goal space, and level
-//! `i − 1` gets at most `H` actions to reach it. Level 0 acts in the
+//! level `i > 0` proposes a *subgoal* — by default in the achieved-goal
+//! space, or in chosen components of the observation
+//! ([`HacConfig::subgoal_indices`], e.g. where the gripper should be) — and
+//! level `i − 1` gets at most `H` actions to reach it. Level 0 acts in the
 //! environment. An attempt of level `i` ends after `H` actions, when the
 //! achieved goal reaches the goal of level `i` or of any level above it, or
 //! when the environment ends the episode. Each level is a DDPG learner
@@ -118,6 +120,18 @@ pub struct HacConfig {
     /// Upper corner of the subgoal box (absent: as `subgoal_low`). Default absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subgoal_high: Option<Vec<f32>>,
+    /// The components of the env's `observation` part a subgoal names
+    /// (absent: subgoals are achieved goals). The levels below the top then
+    /// pursue those components — on the arm tasks `[0, 1, 2]`, where the
+    /// gripper should be, rather than where the object should be — and
+    /// reach a subgoal within `subgoal_threshold`; `subgoal_low` /
+    /// `subgoal_high` (absent: the observation's bounds) give one bound per
+    /// index. Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_indices: Option<Vec<usize>>,
+    /// Euclidean distance within which a subgoal of `subgoal_indices` counts
+    /// as reached. Default 0.05 (the arm tasks' goal threshold).
+    pub subgoal_threshold: f64,
     /// Observations and goals are clamped to ±this before normalising. Default 200.
     pub clip_obs: f64,
     /// Normalised inputs are clipped to ±this. Default 5.
@@ -148,6 +162,8 @@ impl Default for HacConfig {
             her_k: 4,
             subgoal_low: None,
             subgoal_high: None,
+            subgoal_indices: None,
+            subgoal_threshold: 0.05,
             clip_obs: 200.0,
             norm_clip: 5.0,
             norm_eps: 0.01,
@@ -215,7 +231,20 @@ impl HacConfig {
             }
             _ => return bad("subgoal_low / subgoal_high", "must be given together"),
         }
+        if let Some(indices) = &self.subgoal_indices
+            && !(1..=check::MAX_SUBGOAL_DIM).contains(&indices.len())
+        {
+            return bad("subgoal_indices", "must name between 1 and 64 components");
+        }
+        if !(self.subgoal_threshold.is_finite() && self.subgoal_threshold > 0.0) {
+            return bad("subgoal_threshold", "must be finite and positive");
+        }
         Ok(())
+    }
+
+    /// The length of a subgoal on an env with goals of `goal_dim`.
+    fn subgoal_dim(&self, goal_dim: usize) -> usize {
+        self.subgoal_indices.as_ref().map_or(goal_dim, Vec::len)
     }
 
     /// The discount factor: `gamma`, or `1 − 1/H`.
@@ -264,6 +293,9 @@ struct LevelState {
 #[derive(Clone)]
 pub struct HacModels {
     dims: TransitionDims,
+    /// Length of a subgoal: the goal of every level below the top and the
+    /// action of every level above the bottom.
+    subgoal_dim: usize,
     clip_obs: f32,
     levels: Vec<HacLevel>,
 }
@@ -279,12 +311,18 @@ impl HacModels {
         seed: u64,
     ) -> Result<Self> {
         config.validate()?;
+        let subgoal_dim = config.subgoal_dim(goal_dim);
         let levels = (0..config.levels)
             .map(|level| {
-                let act = if level == 0 { act_dim } else { goal_dim };
+                let act = if level == 0 { act_dim } else { subgoal_dim };
+                let goal = if level + 1 == config.levels {
+                    goal_dim
+                } else {
+                    subgoal_dim
+                };
                 let networks = ActorCritic::new(
                     &ActorCriticConfig {
-                        input_dim: obs_dim + goal_dim,
+                        input_dim: obs_dim + goal,
                         act_dim: act,
                         hidden: config.hidden.clone(),
                         actor_lr: config.actor_lr,
@@ -301,7 +339,7 @@ impl HacModels {
                 HacLevel {
                     networks,
                     obs_norm: normalizer(obs_dim),
-                    goal_norm: normalizer(goal_dim),
+                    goal_norm: normalizer(goal),
                 }
             })
             .collect();
@@ -311,6 +349,7 @@ impl HacModels {
                 goal: goal_dim,
                 act: act_dim,
             },
+            subgoal_dim,
             clip_obs: config.clip_obs as f32,
             levels,
         })
@@ -331,14 +370,21 @@ impl HacModels {
         &self.levels[i]
     }
 
+    /// What level `level` stores: its goal is the env's at the top, a
+    /// subgoal below; its action is the env's at the bottom, a subgoal above.
     fn level_dims(&self, level: usize) -> TransitionDims {
         TransitionDims {
+            obs: self.dims.obs,
+            goal: if level + 1 == self.levels.len() {
+                self.dims.goal
+            } else {
+                self.subgoal_dim
+            },
             act: if level == 0 {
                 self.dims.act
             } else {
-                self.dims.goal
+                self.subgoal_dim
             },
-            ..self.dims
         }
     }
 
@@ -422,8 +468,10 @@ impl HacModels {
             )));
         }
         let mut levels = self.levels.clone();
-        for (level, state) in levels.iter_mut().zip(states) {
-            if state.obs_norm.dim() != self.dims.obs || state.goal_norm.dim() != self.dims.goal {
+        for (i, (level, state)) in levels.iter_mut().zip(states).enumerate() {
+            if state.obs_norm.dim() != self.dims.obs
+                || state.goal_norm.dim() != self.level_dims(i).goal
+            {
                 return Err(Error::Shape(
                     "HAC state normalises features of another size".into(),
                 ));
@@ -573,6 +621,32 @@ pub fn attempt_transitions<G: GoalReward + ?Sized, R: Rng + ?Sized>(
 // The hierarchical rollout
 // -------------------------------------------------------------------------
 
+/// Rewards and success of the levels below the top when subgoals name
+/// observation components: within `threshold` (Euclidean) is reached,
+/// reward 0, else −1, as the arm tasks' own goals.
+struct SubgoalReward {
+    threshold: f32,
+}
+
+impl GoalReward for SubgoalReward {
+    fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        if self.success(achieved, desired) {
+            0.0
+        } else {
+            -1.0
+        }
+    }
+
+    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        let squared: f32 = achieved
+            .iter()
+            .zip(desired)
+            .map(|(a, d)| (a - d) * (a - d))
+            .sum();
+        squared.sqrt() < self.threshold
+    }
+}
+
 /// Exploration of a training episode.
 struct Explore {
     rng: StdRng,
@@ -594,6 +668,11 @@ struct Run<'a, E: GoalEnv> {
     obs: Vec<f32>,
     achieved: Vec<f32>,
     desired: Vec<f32>,
+    /// Where the agent is in subgoal space: the observation's
+    /// `subgoal_indices` components (absent: empty, the achieved goal is).
+    at_subgoal: Vec<f32>,
+    /// With `subgoal_indices`: how the levels below the top score subgoals.
+    subgoal_reward: Option<SubgoalReward>,
     /// The goal each level is pursuing, index = level.
     goals: Vec<Vec<f32>>,
     done: bool,
@@ -603,7 +682,7 @@ struct Run<'a, E: GoalEnv> {
     /// Per level: the new transitions, attempts and attempts that reached their goal.
     transitions: Vec<Vec<Transition>>,
     attempts: Vec<u64>,
-    reached: Vec<u64>,
+    reached_goals: Vec<u64>,
 }
 
 impl<E: GoalEnv> Run<'_, E> {
@@ -631,7 +710,32 @@ impl<E: GoalEnv> Run<'_, E> {
         self.obs = obs[..d.obs].to_vec();
         self.achieved = obs[d.obs..d.obs + d.goal].to_vec();
         self.desired = obs[d.obs + d.goal..].to_vec();
+        if let Some(indices) = &self.config.subgoal_indices {
+            self.at_subgoal = indices.iter().map(|&i| self.obs[i]).collect();
+        }
         Ok(())
+    }
+
+    /// The scoring of `level`'s goals: the env's for the top level and for
+    /// subgoals that are achieved goals, else the subgoals' own.
+    fn scoring(&self, level: usize) -> &dyn GoalReward {
+        match &self.subgoal_reward {
+            Some(subgoal) if level + 1 < self.goals.len() => subgoal,
+            _ => &*self.env,
+        }
+    }
+
+    /// Where `level` is in the space of its goals.
+    fn achieved_by(&self, level: usize) -> &[f32] {
+        match self.subgoal_reward {
+            Some(_) if level + 1 < self.goals.len() => &self.at_subgoal,
+            _ => &self.achieved,
+        }
+    }
+
+    /// Whether `level` has reached `goal`.
+    fn reached(&self, level: usize, goal: &[f32]) -> bool {
+        self.scoring(level).success(self.achieved_by(level), goal)
     }
 
     /// Level `level`'s action in `[-1, 1]`: random with probability
@@ -661,7 +765,7 @@ impl<E: GoalEnv> Run<'_, E> {
     /// above is being tested.
     fn attempt(&mut self, level: usize, goal: &[f32], testing: bool) -> Result<()> {
         self.goals[level] = goal.to_vec();
-        let mut attempt = Attempt::start(goal, &self.obs, &self.achieved);
+        let mut attempt = Attempt::start(goal, &self.obs, self.achieved_by(level));
         for _ in 0..self.config.horizon {
             let action = self.choose(level, goal, testing)?;
             let (hindsight, missed_test) = if level > 0 {
@@ -673,11 +777,11 @@ impl<E: GoalEnv> Run<'_, E> {
                         None => false,
                     };
                 self.attempt(level - 1, &subgoal, test)?;
-                if self.env.is_success(&self.achieved, &subgoal) {
+                if self.reached(level - 1, &subgoal) {
                     (action.clone(), false)
                 } else {
                     // Hindsight action: the subgoal the level below did reach.
-                    let unit = self.subgoal_space.to_unit(&self.achieved);
+                    let unit = self.subgoal_space.to_unit(self.achieved_by(level - 1));
                     let hindsight = unit.iter().map(|u| (2.0 * u - 1.0).clamp(-1.0, 1.0));
                     (hindsight.collect(), test)
                 }
@@ -701,24 +805,24 @@ impl<E: GoalEnv> Run<'_, E> {
             attempt.hindsight_actions.push(hindsight);
             attempt.missed_tests.push(missed_test);
             attempt.obs.push(self.obs.clone());
-            attempt.achieved.push(self.achieved.clone());
+            attempt.achieved.push(self.achieved_by(level).to_vec());
             // Stop when this level's goal or any higher level's is reached.
-            let reached_any = (level..self.goals.len())
-                .any(|j| self.env.is_success(&self.achieved, &self.goals[j]));
+            let reached_any = (level..self.goals.len()).any(|j| self.reached(j, &self.goals[j]));
             if self.done || reached_any {
                 break;
             }
         }
         self.attempts[level] += 1;
-        self.reached[level] += u64::from(self.env.is_success(&self.achieved, goal));
-        if let Some(ex) = &mut self.explore {
+        self.reached_goals[level] += u64::from(self.reached(level, goal));
+        if let Some(mut ex) = self.explore.take() {
             let new = attempt_transitions(
                 &attempt,
                 self.config.her_k,
                 self.config.penalty(),
-                &*self.env,
+                self.scoring(level),
                 &mut ex.rng,
             );
+            self.explore = Some(ex);
             self.transitions[level].extend(new);
         }
         Ok(())
@@ -831,6 +935,7 @@ impl<E: GoalEnv> Hac<E> {
             || full != d.obs + 2 * goal
             || env.action_space().dim() != d.act
             || models.len() != config.levels
+            || models.subgoal_dim != config.subgoal_dim(goal)
         {
             return Err(Error::Config(format!(
                 "the models ({} levels, {d:?}) do not fit this env and config",
@@ -838,14 +943,27 @@ impl<E: GoalEnv> Hac<E> {
             )));
         }
         let action_space = check::matching_bounded_envs(&env, &eval_env, "HAC")?;
+        // Indices into the observation: the named components, else the achieved goal's.
+        let components: Vec<usize> = match &config.subgoal_indices {
+            Some(indices) => {
+                if let Some(&i) = indices.iter().find(|&&i| i >= d.obs) {
+                    return Err(Error::Config(format!(
+                        "hac subgoal_indices names component {i}; the env's observation part \
+                         has {}",
+                        d.obs
+                    )));
+                }
+                indices.clone()
+            }
+            None => (d.obs..d.obs + goal).collect(),
+        };
         let subgoal_space = match (&config.subgoal_low, &config.subgoal_high) {
             (Some(low), Some(high)) => Space::new(low.clone(), high.clone()),
             _ => {
                 let space = env.observation_space();
-                let range = d.obs..d.obs + goal;
                 Space::new(
-                    space.low[range.clone()].to_vec(),
-                    space.high[range].to_vec(),
+                    components.iter().map(|&i| space.low[i]).collect(),
+                    components.iter().map(|&i| space.high[i]).collect(),
                 )
             }
         };
@@ -854,10 +972,12 @@ impl<E: GoalEnv> Hac<E> {
             .iter()
             .zip(&subgoal_space.high)
             .all(|(l, h)| l.is_finite() && h.is_finite() && l < h);
-        if subgoal_space.dim() != goal || !bounded {
+        if subgoal_space.dim() != components.len() || !bounded {
             return Err(Error::Config(format!(
-                "hac subgoal_low / subgoal_high must give {goal} finite bounds (the env's \
-                 achieved goal is unbounded, or the config's length differs)"
+                "hac subgoal_low / subgoal_high must give {} finite bounds (the subgoal's \
+                 components are unbounded in the env's observation space, or the config's \
+                 length differs)",
+                components.len()
             )));
         }
         let buffers = (0..config.levels)
@@ -890,7 +1010,10 @@ impl<E: GoalEnv> Hac<E> {
 
     /// Replaces the networks (e.g. with a copy shared by other workers).
     pub fn set_models(&mut self, models: HacModels) -> Result<()> {
-        if models.dims != self.models.dims || models.len() != self.models.len() {
+        if models.dims != self.models.dims
+            || models.subgoal_dim != self.models.subgoal_dim
+            || models.len() != self.models.len()
+        {
             return Err(Error::Shape("the models have another shape".into()));
         }
         self.models = models;
@@ -946,6 +1069,10 @@ impl<E: GoalEnv> Hac<E> {
             obs: Vec::new(),
             achieved: Vec::new(),
             desired: Vec::new(),
+            at_subgoal: Vec::new(),
+            subgoal_reward: config.subgoal_indices.as_ref().map(|_| SubgoalReward {
+                threshold: config.subgoal_threshold as f32,
+            }),
             goals: vec![Vec::new(); levels],
             done: false,
             success: false,
@@ -953,7 +1080,7 @@ impl<E: GoalEnv> Hac<E> {
             steps: 0,
             transitions: vec![Vec::new(); levels],
             attempts: vec![0; levels],
-            reached: vec![0; levels],
+            reached_goals: vec![0; levels],
         };
         run.split(first)?;
         let desired = run.desired.clone();
@@ -969,7 +1096,7 @@ impl<E: GoalEnv> Hac<E> {
             success: run.success,
             transitions: run.transitions,
             attempts: run.attempts,
-            reached: run.reached,
+            reached: run.reached_goals,
             frames: run.frames.unwrap_or_default(),
         })
     }
@@ -1114,7 +1241,8 @@ pub struct HacFrame {
     /// The environment's observation: `observation ‖ achieved ‖ desired`.
     pub observation: Vec<f32>,
     /// The subgoal each level below the top is pursuing, lowest level
-    /// first, in achieved-goal units (the top level pursues the desired goal).
+    /// first, in achieved-goal units or the observation components of
+    /// [`HacConfig::subgoal_indices`] (the top level pursues the desired goal).
     pub subgoals: Vec<Vec<f32>>,
 }
 
@@ -1448,6 +1576,20 @@ mod tests {
                 },
                 "subgoal_low",
             ),
+            (
+                HacConfig {
+                    subgoal_indices: Some(vec![]),
+                    ..small()
+                },
+                "subgoal_indices",
+            ),
+            (
+                HacConfig {
+                    subgoal_threshold: f64::NAN,
+                    ..small()
+                },
+                "subgoal_threshold",
+            ),
         ] {
             let error = Hac::new(config, env(25), env(25), 0).err().unwrap();
             assert!(matches!(error, Error::Config(_)));
@@ -1457,6 +1599,30 @@ mod tests {
         let config = HacConfig {
             subgoal_low: Some(vec![-1.0]),
             subgoal_high: Some(vec![1.0]),
+            ..small()
+        };
+        assert!(matches!(
+            Hac::new(config, env(25), env(25), 0),
+            Err(Error::Config(m)) if m.starts_with("hac subgoal_low / subgoal_high must give 2 finite bounds")
+        ));
+        // Subgoal components are checked against the observation (4 values
+        // before the goals on the point task), and bounded by its space.
+        let config = HacConfig {
+            subgoal_indices: Some(vec![0, 4]),
+            ..small()
+        };
+        assert_eq!(
+            Hac::new(config, env(25), env(25), 0)
+                .err()
+                .unwrap()
+                .to_string(),
+            "invalid configuration: hac subgoal_indices names component 4; the env's \
+             observation part has 4"
+        );
+        let config = HacConfig {
+            subgoal_indices: Some(vec![2, 3]),
+            subgoal_low: Some(vec![-1.0, -1.0, -1.0]),
+            subgoal_high: Some(vec![1.0, 1.0, 1.0]),
             ..small()
         };
         assert!(matches!(
@@ -1693,6 +1859,72 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn subgoals_named_as_the_components_the_achieved_goal_copies_change_nothing() {
+        // On the point task the achieved goal is the position, components 0
+        // and 1; the test env counts a goal reached within 0.1.
+        let by_index = HacConfig {
+            subgoal_indices: Some(vec![0, 1]),
+            subgoal_threshold: 0.1,
+            ..small()
+        };
+        let (mut a, mut b) = (agent(small(), 5), agent(by_index, 5));
+        let (ra, rb) = (a.learn(6).unwrap(), b.learn(6).unwrap());
+        assert_eq!(ra.episode_returns, rb.episode_returns);
+        assert_eq!(ra.scalars, rb.scalars);
+        assert_eq!(a.models().parameters(), b.models().parameters());
+        for level in 0..2 {
+            assert_eq!(a.buffer(level).len(), b.buffer(level).len());
+        }
+    }
+
+    #[test]
+    fn subgoals_in_a_space_of_their_own_are_proposed_there_and_learned() {
+        // Subgoals name the position with its axes swapped: the levels below
+        // the top pursue (y, x) while the top pursues the goal's (x, y).
+        let config = HacConfig {
+            horizon: 8,
+            hidden: vec![64, 64],
+            batch_size: 128,
+            n_batches: 20,
+            buffer_size: 100_000,
+            subgoal_indices: Some(vec![1, 0]),
+            subgoal_threshold: 0.1,
+            ..HacConfig::default()
+        };
+        let mut learner = agent(config, 42);
+        let untrained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();
+        learner.learn(250).unwrap();
+        let trained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();
+        // Level 0's subgoal, read back in (x, y): where the point went next.
+        let frames = learner.watch(20, 1_000).unwrap();
+        let swapped: Vec<(f32, f32)> = frames
+            .windows(2)
+            .filter(|w| w[0].episode == w[1].episode)
+            .map(|w| {
+                let (sub, next) = (&w[0].subgoals[0], &w[1].observation);
+                let straight = ((sub[0] - next[0]).powi(2) + (sub[1] - next[1]).powi(2)).sqrt();
+                let swapped = ((sub[1] - next[0]).powi(2) + (sub[0] - next[1]).powi(2)).sqrt();
+                (straight, swapped)
+            })
+            .collect();
+        let closer_swapped = swapped.iter().filter(|(s, w)| w < s).count();
+        eprintln!(
+            "swapped subgoals: untrained {untrained}, trained {trained}; the next position is \
+             nearer the swapped subgoal in {closer_swapped} of {} steps",
+            swapped.len()
+        );
+        assert!(
+            trained >= 0.8 && untrained <= 0.3,
+            "{untrained} -> {trained}"
+        );
+        assert!(
+            closer_swapped * 10 >= swapped.len() * 7,
+            "{closer_swapped} of {}",
+            swapped.len()
+        );
     }
 
     #[test]
