@@ -6,8 +6,8 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::RngExt;
 use shoal_algo::{
-    ActorCritic, ActorCriticConfig, Episode, EpisodeDims, GoalReward, HerConfig, NetBatch,
-    ReplayBuffer, TransitionBatch, UpdateSettings, sample_batch,
+    ActorCritic, ActorCriticConfig, Episode, EpisodeDims, HerConfig, NetBatch, ReplayBuffer,
+    TransitionBatch, UpdateSettings, WithinDistance, sample_batch,
 };
 use shoal_core::{Alone, rng_from_seed};
 
@@ -68,24 +68,7 @@ fn bench_update(c: &mut Criterion) {
 }
 
 /// Sparse −1/0 reward within 5 cm, like arm push.
-struct Push;
-impl GoalReward for Push {
-    fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        if self.success(achieved, desired) {
-            0.0
-        } else {
-            -1.0
-        }
-    }
-    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
-        achieved
-            .iter()
-            .zip(desired)
-            .map(|(a, d)| (a - d) * (a - d))
-            .sum::<f32>()
-            < 0.05 * 0.05
-    }
-}
+const PUSH: WithinDistance = WithinDistance { threshold: 0.05 };
 
 fn bench_her(c: &mut Criterion) {
     let dims = EpisodeDims {
@@ -113,7 +96,7 @@ fn bench_her(c: &mut Criterion) {
     c.bench_function("her/sample_batch256_future_k4", |b| {
         b.iter(|| {
             batch.clear();
-            sample_batch(&buffer, &config, BATCH, &Push, &mut rng, &mut batch);
+            sample_batch(&buffer, &config, BATCH, &PUSH, &mut rng, &mut batch);
             black_box(batch.len())
         })
     });

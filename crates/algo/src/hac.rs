@@ -62,7 +62,7 @@ use shoal_policy::{ActionNoise, NoiseKind, Normalizer};
 
 use crate::actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
 use crate::check;
-use crate::her::GoalReward;
+use crate::her::{GoalReward, WithinDistance};
 use crate::transition_buffer::{Transition, TransitionBuffer, TransitionDims};
 
 // -------------------------------------------------------------------------
@@ -621,32 +621,6 @@ pub fn attempt_transitions<G: GoalReward + ?Sized, R: Rng + ?Sized>(
 // The hierarchical rollout
 // -------------------------------------------------------------------------
 
-/// Rewards and success of the levels below the top when subgoals name
-/// observation components: within `threshold` (Euclidean) is reached,
-/// reward 0, else −1, as the arm tasks' own goals.
-struct SubgoalReward {
-    threshold: f32,
-}
-
-impl GoalReward for SubgoalReward {
-    fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        if self.success(achieved, desired) {
-            0.0
-        } else {
-            -1.0
-        }
-    }
-
-    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
-        let squared: f32 = achieved
-            .iter()
-            .zip(desired)
-            .map(|(a, d)| (a - d) * (a - d))
-            .sum();
-        squared.sqrt() < self.threshold
-    }
-}
-
 /// Exploration of a training episode.
 struct Explore {
     rng: StdRng,
@@ -672,7 +646,7 @@ struct Run<'a, E: GoalEnv> {
     /// `subgoal_indices` components (absent: empty, the achieved goal is).
     at_subgoal: Vec<f32>,
     /// With `subgoal_indices`: how the levels below the top score subgoals.
-    subgoal_reward: Option<SubgoalReward>,
+    subgoal_reward: Option<WithinDistance>,
     /// The goal each level is pursuing, index = level.
     goals: Vec<Vec<f32>>,
     done: bool,
@@ -1070,7 +1044,7 @@ impl<E: GoalEnv> Hac<E> {
             achieved: Vec::new(),
             desired: Vec::new(),
             at_subgoal: Vec::new(),
-            subgoal_reward: config.subgoal_indices.as_ref().map(|_| SubgoalReward {
+            subgoal_reward: config.subgoal_indices.as_ref().map(|_| WithinDistance {
                 threshold: config.subgoal_threshold as f32,
             }),
             goals: vec![Vec::new(); levels],
@@ -1386,13 +1360,6 @@ mod tests {
     struct Line;
 
     impl GoalReward for Line {
-        fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-            if self.success(achieved, desired) {
-                0.0
-            } else {
-                -1.0
-            }
-        }
         fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
             (achieved[0] - desired[0]).abs() < 0.1
         }

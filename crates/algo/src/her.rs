@@ -159,9 +159,45 @@ impl HerConfig {
 /// The pure goal functions relabelling needs: every [`GoalEnv`] provides them.
 pub trait GoalReward {
     /// Reward for having achieved `achieved` when `desired` was asked for.
-    fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32;
+    /// Default: the sparse reward of the goal tasks, 0 on success, else −1.
+    fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        if self.success(achieved, desired) {
+            0.0
+        } else {
+            -1.0
+        }
+    }
     /// Whether `achieved` counts as reaching `desired`.
     fn success(&self, achieved: &[f32], desired: &[f32]) -> bool;
+}
+
+/// Goals reached within a Euclidean distance, with the sparse reward: the
+/// goal functions of shoal's goal tasks, for goals that no env scores (HAC's
+/// subgoals in observation components, benchmarks).
+///
+/// ```
+/// use shoal_algo::{GoalReward, WithinDistance};
+/// let near = WithinDistance { threshold: 0.05 };
+/// assert_eq!(near.reward(&[0.0, 0.0], &[0.03, 0.03]), 0.0); // 0.042 away
+/// assert_eq!(near.reward(&[0.0, 0.0], &[0.03, 0.04]), -1.0); // 0.05: not below
+/// assert_eq!(near.reward(&[0.0, 0.0], &[0.06, 0.0]), -1.0);
+/// assert!(near.success(&[0.1, 0.2], &[0.12, 0.21]));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WithinDistance {
+    /// Distances below this reach the goal.
+    pub threshold: f32,
+}
+
+impl GoalReward for WithinDistance {
+    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        let squared: f32 = achieved
+            .iter()
+            .zip(desired)
+            .map(|(a, d)| (a - d) * (a - d))
+            .sum();
+        squared.sqrt() < self.threshold
+    }
 }
 
 impl<G: GoalEnv + ?Sized> GoalReward for G {
@@ -276,7 +312,6 @@ pub enum GoalOrigin {
 /// use shoal_algo::{Episode, EpisodeDims, GoalOrigin, GoalReward, goal_origin};
 /// struct Line;
 /// impl GoalReward for Line {
-///     fn reward(&self, a: &[f32], d: &[f32]) -> f32 { if self.success(a, d) { 0.0 } else { -1.0 } }
 ///     fn success(&self, a: &[f32], d: &[f32]) -> bool { (a[0] - d[0]).abs() < 0.05 }
 /// }
 /// // A push toward 1.0 that stops at 0.2 after step 2 (of 4): a miss.
@@ -493,8 +528,7 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
 /// use shoal_algo::{Episode, EpisodeDims, GoalReward, HerConfig, ReplayBuffer, TransitionBatch, sample_batch};
 /// struct Reach;
 /// impl GoalReward for Reach {
-///     fn reward(&self, a: &[f32], d: &[f32]) -> f32 { if (a[0] - d[0]).abs() < 0.05 { 0.0 } else { -1.0 } }
-///     fn success(&self, a: &[f32], d: &[f32]) -> bool { self.reward(a, d) == 0.0 }
+///     fn success(&self, a: &[f32], d: &[f32]) -> bool { (a[0] - d[0]).abs() < 0.05 }
 /// }
 /// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
 /// let mut episode = Episode::start(dims, &[0.0], &[0.0]);
@@ -558,9 +592,6 @@ mod tests {
     /// Sparse −1/0 reward on a line, threshold 0.05.
     struct Line;
     impl GoalReward for Line {
-        fn reward(&self, a: &[f32], d: &[f32]) -> f32 {
-            if self.success(a, d) { 0.0 } else { -1.0 }
-        }
         fn success(&self, a: &[f32], d: &[f32]) -> bool {
             (a[0] - d[0]).abs() < 0.05
         }
@@ -955,9 +986,6 @@ mod tests {
 
     struct Wide;
     impl GoalReward for Wide {
-        fn reward(&self, a: &[f32], d: &[f32]) -> f32 {
-            if (a[0] - d[0]).abs() < 0.5 { 0.0 } else { -1.0 }
-        }
         fn success(&self, a: &[f32], d: &[f32]) -> bool {
             (a[0] - d[0]).abs() < 0.5
         }

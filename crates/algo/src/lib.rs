@@ -42,7 +42,7 @@ pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, TrainEvery};
 pub use hac::{Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, attempt_transitions};
 pub use her::{
     GoalOrigin, GoalReward, HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
-    goal_origin, sample_batch, sample_episode,
+    WithinDistance, goal_origin, sample_batch, sample_episode,
 };
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};
 pub use replay::{Episode, EpisodeDims, Motion, ReplayBuffer};
