@@ -1433,6 +1433,18 @@ mod tests {
         }
     }
 
+    /// The settings the learning tests train 250 episodes with.
+    fn learning() -> HacConfig {
+        HacConfig {
+            horizon: 8,
+            hidden: vec![64, 64],
+            batch_size: 128,
+            n_batches: 20,
+            buffer_size: 100_000,
+            ..HacConfig::default()
+        }
+    }
+
     fn agent(config: HacConfig, seed: u64) -> Hac<PointGoal> {
         let steps = config.horizon.pow(config.levels as u32);
         Hac::new(config, env(steps), env(steps), seed).unwrap()
@@ -1852,14 +1864,9 @@ mod tests {
         // Subgoals name the position with its axes swapped: the levels below
         // the top pursue (y, x) while the top pursues the goal's (x, y).
         let config = HacConfig {
-            horizon: 8,
-            hidden: vec![64, 64],
-            batch_size: 128,
-            n_batches: 20,
-            buffer_size: 100_000,
             subgoal_indices: Some(vec![1, 0]),
             subgoal_threshold: 0.1,
-            ..HacConfig::default()
+            ..learning()
         };
         let mut learner = agent(config, 42);
         let untrained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();
@@ -1896,15 +1903,7 @@ mod tests {
 
     #[test]
     fn two_level_hac_learns_to_reach_goals_through_reachable_subgoals() {
-        let config = HacConfig {
-            horizon: 8,
-            hidden: vec![64, 64],
-            batch_size: 128,
-            n_batches: 20,
-            buffer_size: 100_000,
-            ..HacConfig::default()
-        };
-        let mut learner = agent(config, 42);
+        let mut learner = agent(learning(), 42);
         let untrained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();
         let start = std::time::Instant::now();
         let report = learner.learn(250).unwrap();
