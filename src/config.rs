@@ -471,7 +471,14 @@ fn goal_preset(env: EnvConfig) -> RunConfig {
         preset: String::new(),
         seed: 0,
         env,
-        algo: AlgoConfig::Ddpg(DdpgConfig::default()),
+        // `final` relabelling, not the library's `future` (OpenAI
+        // baselines'): at 6 000 episodes, 3 seeds, its median final
+        // success is 0.97 against 0.96 on push and 1.00 against 1.00 on the
+        // ball, the rule fixed before those runs (docs/algorithms/ddpg-her.md).
+        algo: AlgoConfig::Ddpg(DdpgConfig {
+            her_strategy: shoal_algo::HerStrategy::Final,
+            ..DdpgConfig::default()
+        }),
         train: TrainConfig {
             episodes: 6_000,
             eval_every: 500,
