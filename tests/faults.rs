@@ -135,15 +135,21 @@ buffer_size = 10000
 #[test]
 fn second_training_on_a_running_directory_is_refused_and_writes_nothing() {
     let dir = scratch("two-trainings");
-    let args = train_args("toy-reinforce", "--out", "run", 400, 100, &[]);
+    // A toy episode takes about a millisecond: the first record (at 100)
+    // leaves the run 900 more to be stopped in.
+    let args = train_args("toy-reinforce", "--out", "run", 1000, 100, &[]);
     let mut first = spawn_shoal(&args, &dir);
     let run = dir.join("run");
     wait_for("the first run's first metrics", || {
-        std::fs::read_to_string(run.join("metrics.jsonl")).is_ok_and(|m| m.lines().count() > 2)
+        std::fs::read_to_string(run.join("metrics.jsonl")).is_ok_and(|m| m.lines().count() > 0)
     });
     // Freeze the first run so that its files can be compared byte for byte
     // around the second attempt.
     signal(&first, "STOP");
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first run finished before it could be stopped; raise its budget"
+    );
     let before = snapshot(&run);
     let holder = format!("pid {}", first.id());
     assert!(
@@ -153,7 +159,7 @@ fn second_training_on_a_running_directory_is_refused_and_writes_nothing() {
 
     let second = run_shoal(&args, &dir);
     let resume = run_shoal(
-        &train_args("toy-reinforce", "--resume", "run", 800, 100, &[]),
+        &train_args("toy-reinforce", "--resume", "run", 2000, 100, &[]),
         &dir,
     );
     let after = snapshot(&run);
@@ -168,7 +174,7 @@ fn second_training_on_a_running_directory_is_refused_and_writes_nothing() {
     assert!(status.success(), "the first run failed after the refusals");
     // And the first run is the run it would have been alone.
     succeeds(run_shoal(
-        &train_args("toy-reinforce", "--out", "alone", 400, 100, &[]),
+        &train_args("toy-reinforce", "--out", "alone", 1000, 100, &[]),
         &dir,
     ));
     assert_eq!(records(&run), records(&dir.join("alone")));
@@ -260,52 +266,85 @@ fn default_run_directories_are_claimed_atomically() {
 // Killed and resumed
 // ---------------------------------------------------------------------------
 
-/// Trains `source` to 60 episodes uninterrupted, and again killed
-/// (SIGKILL) between its first and second checkpoint (at 20 and 40) after
-/// logging records past the first, then resumed; the metrics must agree.
-fn killed_run_resumes_to_the_uninterrupted_records(name: &str, source: &str, extra: &[&str]) {
+/// Trains `source` to `episodes` uninterrupted, and again killed (SIGKILL)
+/// at a point where it has written a checkpoint and records past it but not
+/// finished, then resumed; the metrics must agree.
+///
+/// Where the kill lands is not left to timing: a toy run logs a record per
+/// millisecond, faster than any poll, so the victim is stopped (SIGSTOP)
+/// before its files are read and killed only if they show such a point;
+/// otherwise it continues for a moment and is stopped again.
+fn killed_run_resumes_to_the_uninterrupted_records(
+    name: &str,
+    source: &str,
+    episodes: u64,
+    extra: &[&str],
+) {
+    const EVERY: u64 = 20;
     let dir = scratch(name);
     if source.ends_with(".toml") {
         std::fs::write(dir.join(source), TOY_HAC).unwrap();
     }
-    // Checkpoints every 20 episodes, evaluations (and metrics) every 5.
+    // Evaluations (and metrics) every 5 episodes, checkpoints every EVERY.
     let mut extra = extra.to_vec();
     extra.extend(["--set", "train.eval_every=5"]);
-    let args = |flag: &str, run: &str| train_args(source, flag, run, 60, 20, &extra);
+    let args = |flag: &str, run: &str| train_args(source, flag, run, episodes, EVERY, &extra);
     succeeds(run_shoal(&args("--out", "full"), &dir));
+    let full = records(&dir.join("full"));
 
     let mut victim = spawn_shoal(&args("--out", "killed"), &dir);
     let killed = dir.join("killed");
-    wait_for("records past the first checkpoint", || {
-        let past_first = std::fs::read_to_string(killed.join("metrics.jsonl")).is_ok_and(|m| {
-            m.lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .any(|r| r["episode"].as_u64().is_some_and(|e| e > 25))
-        });
-        past_first && killed.join("checkpoints").join("latest").exists()
-    });
+    let start = Instant::now();
+    let latest = loop {
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "the run finished before it could be killed past a checkpoint; raise its budget"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "timed out waiting for a checkpoint with records past it"
+        );
+        signal(&victim, "STOP");
+        if let Some(latest) = killable_at(&killed, EVERY) {
+            break latest;
+        }
+        signal(&victim, "CONT");
+        std::thread::sleep(Duration::from_millis(2));
+    };
     victim.kill().unwrap();
-    let status = victim.wait().unwrap();
-    assert!(
-        !status.success(),
-        "the run finished before it could be killed; raise its budget"
-    );
-    let latest = std::fs::read_to_string(killed.join("checkpoints").join("latest")).unwrap();
-    assert_eq!(
-        latest, "ckpt-000001\n",
-        "killed after the second checkpoint"
-    );
-    let full = records(&dir.join("full"));
-    assert!(records(&killed).len() < full.len());
+    assert!(!victim.wait().unwrap().success());
+    assert!(latest < episodes, "killed before its last checkpoint");
 
     succeeds(run_shoal(&args("--resume", "killed"), &dir));
     assert!(full.iter().any(|r| r["kind"] == "eval"));
     assert_eq!(records(&killed), full);
 }
 
+/// The episode of the run's latest checkpoint if it has one, has logged
+/// records past it and has not written its summary: a point where a kill
+/// leaves records the resume must discard.
+fn killable_at(run: &Path, every: u64) -> Option<u64> {
+    let latest = std::fs::read_to_string(run.join("checkpoints").join("latest")).ok()?;
+    let index: u64 = latest.trim().strip_prefix("ckpt-")?.parse().ok()?;
+    let checkpoint_episode = index * every;
+    // The last line may be half written; only whole records count.
+    let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).ok()?;
+    let past = metrics
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|r| {
+            r["episode"]
+                .as_u64()
+                .is_some_and(|e| e > checkpoint_episode)
+        });
+    (past && !run.join("summary.json").exists()).then_some(checkpoint_episode)
+}
+
 #[test]
 fn killed_reinforce_run_resumes_to_the_same_metrics() {
-    killed_run_resumes_to_the_uninterrupted_records("kill-reinforce", "toy-reinforce", &[]);
+    // A toy REINFORCE episode takes about a millisecond: a longer budget
+    // leaves the stepping loop room to find a point to kill.
+    killed_run_resumes_to_the_uninterrupted_records("kill-reinforce", "toy-reinforce", 400, &[]);
 }
 
 #[test]
@@ -313,13 +352,14 @@ fn killed_ddpg_run_resumes_to_the_same_metrics() {
     killed_run_resumes_to_the_uninterrupted_records(
         "kill-ddpg",
         "toy-ddpg-her",
+        60,
         &["--set", "algo.hidden=[16, 16]", "--set", "algo.n_batches=2"],
     );
 }
 
 #[test]
 fn killed_hac_run_resumes_to_the_same_metrics() {
-    killed_run_resumes_to_the_uninterrupted_records("kill-hac", "toy-hac.toml", &[]);
+    killed_run_resumes_to_the_uninterrupted_records("kill-hac", "toy-hac.toml", 60, &[]);
 }
 
 #[test]
