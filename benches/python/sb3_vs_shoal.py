@@ -300,6 +300,9 @@ def main() -> None:
                     f"train.eval_episodes={args.eval_episodes}",
                     f"train.final_eval_episodes={args.eval_episodes}",
                     f"train.checkpoint_every={args.episodes}",
+                    # The preset relabels with `final` since 2026-11-24;
+                    # SB3 is set up with `future`, k = 4, as OpenAI baselines.
+                    'algo.her_strategy="future"',
                     *args.shoal_set,
                 ]
                 shoal_run(args.shoal_bin, "push-ddpg-her", seed, args.out, sets, logger(f"shoal-ddpg-her-seed{seed}"))
