@@ -272,6 +272,44 @@ def summarise(out: Path, task: str) -> str:
     return head + "\n" + "\n".join(rows) + "\n"
 
 
+def plot(out: Path, task: str) -> Path | None:
+    """``<out>/<task>/curves.png``: each runner's evaluations against env
+    steps and against wall time, one line per seed (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no curves.png", file=sys.stderr)
+        return None
+    key = "eval_success_rate" if task == "push" else "eval_return_mean"
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    colours: dict[str, str] = {}
+    for path in sorted((out / task).glob("*.jsonl")):
+        records = [json.loads(l) for l in path.read_text().splitlines()]
+        runner, seed = path.stem.rsplit("-seed", 1)
+        colour = colours.setdefault(runner, f"C{len(colours)}")
+        ys = [r[key] for r in records]
+        for ax, xs in zip(axes, ([r["env_steps"] for r in records], [r["wall_s"] / 60 for r in records])):
+            ax.plot(xs, ys, color=colour, alpha=0.8, label=runner if seed == "0" else None)
+    axes[0].set_xlabel("env steps")
+    axes[1].set_xlabel("wall time, minutes (one core each)")
+    axes[0].set_ylabel("eval success rate" if task == "push" else "eval return")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        if task == "push":
+            ax.axhline(PUSH_TARGET_SUCCESS, color="grey", linestyle=":", linewidth=1)
+    if task == "push":
+        axes[0].set_ylim(-0.02, 1.02)
+    axes[0].legend()
+    fig.suptitle(f"{task}: Stable-Baselines3 and shoal side by side, one line per seed")
+    fig.tight_layout()
+    path = out / task / "curves.png"
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", choices=["push", "worm"])
@@ -290,7 +328,12 @@ def main() -> None:
                         help="torch threads (default 1: shoal's learner uses one core; more threads "
                              "on a busy machine made SB3 many times slower)")
     parser.add_argument("--out", type=Path, default=Path("runs/sb3-vs-shoal"))
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: rewrite summary.md and curves.png from <out>/<task>")
     args = parser.parse_args()
+    if args.report_only:
+        report(args.out, args.task)
+        return
 
     if args.cores:
         os.sched_setaffinity(0, args.cores)  # inherited by shoal's process too
@@ -335,9 +378,16 @@ def main() -> None:
                 shoal_run(args.shoal_bin, "worm-reinforce", seed, args.out, args.shoal_set,
                           logger(f"shoal-reinforce-seed{seed}"))
 
-    table = summarise(args.out, args.task)
-    (args.out / args.task / "summary.md").write_text(table)
+    report(args.out, args.task)
+
+
+def report(out: Path, task: str) -> None:
+    if not any((out / task).glob("*.jsonl")):
+        sys.exit(f"{out / task}: no runs to report")
+    table = summarise(out, task)
+    (out / task / "summary.md").write_text(table)
     print(table)
+    plot(out, task)
 
 
 if __name__ == "__main__":
