@@ -34,7 +34,8 @@ runners get the same CPU cores (``--cores``); torch runs one thread
 
 SB3 DDPG + HER is set up with push-ddpg-her's values (shoal's ``DdpgConfig``
 defaults, OpenAI baselines' HER): actor and critic 3 × 256, Adam 1e-3,
-batch 256, γ 0.98, τ = 1 − polyak = 0.05, buffer 10⁶, HER ``future`` with
+batch 256, γ 0.98, τ = 1 − polyak = 0.05 once per round of 40 gradient
+steps (SB3 would apply it after every step), buffer 10⁶, HER ``future`` with
 k = 4, Gaussian noise 0.2, a uniformly random action with probability 0.3,
 and 40 gradient steps after every 2 episodes (20 per episode, as shoal);
 observations and goals normalised and clipped to ±5 (``VecNormalize``, as
@@ -75,9 +76,28 @@ def sb3_push(seed: int, episodes: int, eval_every: int, eval_episodes: int, log)
 
     class RandomEpsDDPG(DDPG):
         """DDPG whose behaviour action is uniformly random with probability
-        ``random_eps`` (baselines' ``random_eps``; SB3 has no such option)."""
+        ``random_eps`` (baselines' ``random_eps``; SB3 has no such option),
+        and whose target networks move once per training round, as in
+        baselines and shoal.
+
+        SB3 moves the targets by ``tau`` after *every* gradient step; with
+        40 steps a round and τ = 0.05 they would move 1 − 0.95⁴⁰ = 87 % of
+        the way to the trained networks each round, against baselines' and
+        shoal's 5 %: a different algorithm, and one that did not learn push
+        at all in 6 000 episodes (docs/benchmarks.md)."""
 
         random_eps = 0.3
+
+        def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+            from stable_baselines3.common.utils import polyak_update
+
+            tau, self.tau = self.tau, 0.0  # SB3's per-step updates become no-ops
+            try:
+                super().train(gradient_steps, batch_size)
+            finally:
+                self.tau = tau
+            polyak_update(self.critic.parameters(), self.critic_target.parameters(), tau)
+            polyak_update(self.actor.parameters(), self.actor_target.parameters(), tau)
 
         def _sample_action(self, learning_starts, action_noise=None, n_envs=1):
             action, buffer_action = super()._sample_action(learning_starts, action_noise, n_envs)
