@@ -41,7 +41,9 @@ and 40 gradient steps after every 2 episodes (20 per episode, as shoal);
 observations and goals normalised and clipped to ±5 (``VecNormalize``, as
 shoal's normalisers). What SB3's DDPG lacks and shoal has: the actor's
 action L2 penalty (1.0), critic targets clipped to [−1/(1−γ), 0], and
-relabelled transitions that reach their goal marked terminal.
+relabelled transitions that reach their goal marked terminal;
+``--sb3-baselines-extras`` gives it the first two (runner
+``sb3-ddpg-her-extras``).
 """
 
 from __future__ import annotations
@@ -61,13 +63,18 @@ import numpy as np
 import shoal_envs  # noqa: F401  (registers shoal/ ids)
 
 PUSH_TARGET_SUCCESS = 0.9
+ACTION_L2 = 1.0  # baselines' action_l2, shoal's DdpgConfig::action_l2
 WORM_FALLBACK_TARGET_RETURN = 200.0
 
 
 # --------------------------------------------------------------- SB3 ----
 
-def sb3_push(seed: int, episodes: int, eval_every: int, eval_episodes: int, log) -> None:
-    """SB3 DDPG + HerReplayBuffer on shoal/ArmPush-v0 with push-ddpg-her's hyperparameters."""
+def sb3_push(
+    seed: int, episodes: int, eval_every: int, eval_episodes: int, log, baselines_extras: bool = False
+) -> None:
+    """SB3 DDPG + HerReplayBuffer on shoal/ArmPush-v0 with push-ddpg-her's
+    hyperparameters; ``baselines_extras`` adds baselines' critic-target
+    clipping and action L2 penalty, which SB3's DDPG does not have."""
     import torch
     from stable_baselines3 import DDPG, HerReplayBuffer
     from stable_baselines3.common.monitor import Monitor
@@ -91,13 +98,46 @@ def sb3_push(seed: int, episodes: int, eval_every: int, eval_episodes: int, log)
         def train(self, gradient_steps: int, batch_size: int = 100) -> None:
             from stable_baselines3.common.utils import polyak_update
 
-            tau, self.tau = self.tau, 0.0  # SB3's per-step updates become no-ops
-            try:
-                super().train(gradient_steps, batch_size)
-            finally:
-                self.tau = tau
-            polyak_update(self.critic.parameters(), self.critic_target.parameters(), tau)
-            polyak_update(self.actor.parameters(), self.actor_target.parameters(), tau)
+            if baselines_extras:
+                self._train_as_baselines(gradient_steps, batch_size)
+            else:
+                tau, self.tau = self.tau, 0.0  # SB3's per-step updates become no-ops
+                try:
+                    super().train(gradient_steps, batch_size)
+                finally:
+                    self.tau = tau
+            polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+            polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
+
+        def _train_as_baselines(self, gradient_steps: int, batch_size: int) -> None:
+            """SB3's DDPG step plus what baselines' (and shoal's) has: critic
+            targets clipped to [−1/(1−γ), 0] and the actor's action L2
+            penalty (1.0 on actions scaled to [−1, 1])."""
+            import torch.nn.functional as F
+
+            self.policy.set_training_mode(True)
+            self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+            for _ in range(gradient_steps):
+                self._n_updates += 1
+                data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+                with torch.no_grad():
+                    next_q = self.critic_target.q1_forward(
+                        data.next_observations, self.actor_target(data.next_observations)
+                    )
+                    target = data.rewards + (1 - data.dones) * self.gamma * next_q
+                    target = target.clamp(-1.0 / (1.0 - self.gamma), 0.0)
+                critic_loss = F.mse_loss(self.critic.q1_forward(data.observations, data.actions), target)
+                self.critic.optimizer.zero_grad()
+                critic_loss.backward()
+                self.critic.optimizer.step()
+                actions = self.actor(data.observations)
+                actor_loss = (
+                    -self.critic.q1_forward(data.observations, actions).mean()
+                    + ACTION_L2 * actions.pow(2).mean()
+                )
+                self.actor.optimizer.zero_grad()
+                actor_loss.backward()
+                self.actor.optimizer.step()
 
         def _sample_action(self, learning_starts, action_noise=None, n_envs=1):
             action, buffer_action = super()._sample_action(learning_starts, action_noise, n_envs)
@@ -343,6 +383,8 @@ def main() -> None:
     parser.add_argument("--shoal-bin", help="release `shoal` binary; without it only SB3 runs")
     parser.add_argument("--shoal-set", action="append", default=[], help="extra --set for shoal train")
     parser.add_argument("--skip-sb3", action="store_true")
+    parser.add_argument("--sb3-baselines-extras", action="store_true",
+                        help="push: give SB3's DDPG baselines' critic-target clipping and action L2 penalty")
     parser.add_argument("--cores", type=int, nargs="+", help="CPU cores for both runners (default: all)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1: shoal's learner uses one core; more threads "
@@ -376,7 +418,9 @@ def main() -> None:
     for seed in args.seeds:
         if args.task == "push":
             if not args.skip_sb3:
-                sb3_push(seed, args.episodes, args.eval_every, args.eval_episodes, logger(f"sb3-ddpg-her-seed{seed}"))
+                name = "sb3-ddpg-her-extras" if args.sb3_baselines_extras else "sb3-ddpg-her"
+                sb3_push(seed, args.episodes, args.eval_every, args.eval_episodes, logger(f"{name}-seed{seed}"),
+                         baselines_extras=args.sb3_baselines_extras)
             if args.shoal_bin:
                 sets = [
                     f"train.episodes={args.episodes}",
