@@ -307,20 +307,31 @@ def worm_target(out: Path, seed: str) -> float:
     return WORM_FALLBACK_TARGET_RETURN
 
 
-def summarise(out: Path, task: str) -> str:
-    rows = []
+# The evaluation record's key each task is judged by.
+METRIC = {"push": "eval_success_rate", "worm": "eval_return_mean"}
+
+
+def load_runs(out: Path, task: str) -> list[tuple[str, str, list[dict]]]:
+    """Every ``<runner>-seed<N>.jsonl`` under ``<out>/<task>`` with records,
+    as (runner, seed, records), in file-name order."""
+    runs = []
     for path in sorted((out / task).glob("*.jsonl")):
         records = [json.loads(l) for l in path.read_text().splitlines()]
-        if not records:
-            continue
+        if records:
+            runner, seed = path.stem.rsplit("-seed", 1)
+            runs.append((runner, seed, records))
+    return runs
+
+
+def summarise(out: Path, task: str, runs: list[tuple[str, str, list[dict]]]) -> str:
+    key = METRIC[task]
+    rows = []
+    for runner, seed, records in runs:
         last = records[-1]
-        if task == "push":
-            key, target = "eval_success_rate", PUSH_TARGET_SUCCESS
-        else:
-            key, target = "eval_return_mean", worm_target(out, path.stem.rsplit("seed", 1)[1])
+        target = PUSH_TARGET_SUCCESS if task == "push" else worm_target(out, seed)
         hit = next((r for r in records if r[key] is not None and r[key] >= target), None)
         rows.append(
-            f"| {path.stem} | {last['env_steps']:,} | {last['wall_s']:.0f} | "
+            f"| {runner}-seed{seed} | {last['env_steps']:,} | {last['wall_s']:.0f} | "
             f"{last['env_steps'] / last['wall_s']:.0f} | {last[key]:.2f} | {target:g} | "
             + (f"{hit['env_steps']:,} / {hit['wall_s']:.0f} s |" if hit else "not reached |")
         )
@@ -332,7 +343,7 @@ def summarise(out: Path, task: str) -> str:
     return head + "\n" + "\n".join(rows) + "\n"
 
 
-def plot(out: Path, task: str) -> Path | None:
+def plot(out: Path, task: str, runs: list[tuple[str, str, list[dict]]]) -> Path | None:
     """``<out>/<task>/curves.png``: each runner's evaluations against env
     steps and against wall time, one line per seed (needs matplotlib)."""
     try:
@@ -343,16 +354,15 @@ def plot(out: Path, task: str) -> Path | None:
     except ImportError:
         print("matplotlib is not installed: no curves.png", file=sys.stderr)
         return None
-    key = "eval_success_rate" if task == "push" else "eval_return_mean"
+    key = METRIC[task]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     colours: dict[str, str] = {}
-    for path in sorted((out / task).glob("*.jsonl")):
-        records = [json.loads(l) for l in path.read_text().splitlines()]
-        runner, seed = path.stem.rsplit("-seed", 1)
+    for runner, _seed, records in runs:
+        first_of_runner = runner not in colours
         colour = colours.setdefault(runner, f"C{len(colours)}")
         ys = [r[key] for r in records]
         for ax, xs in zip(axes, ([r["env_steps"] for r in records], [r["wall_s"] / 60 for r in records])):
-            ax.plot(xs, ys, color=colour, alpha=0.8, label=runner if seed == "0" else None)
+            ax.plot(xs, ys, color=colour, alpha=0.8, label=runner if first_of_runner else None)
     axes[0].set_xlabel("env steps")
     axes[1].set_xlabel("wall time, minutes (one core each)")
     axes[0].set_ylabel("eval success rate" if task == "push" else "eval return")
@@ -446,12 +456,13 @@ def main() -> None:
 
 
 def report(out: Path, task: str) -> None:
-    if not any((out / task).glob("*.jsonl")):
+    runs = load_runs(out, task)
+    if not runs:
         sys.exit(f"{out / task}: no runs to report")
-    table = summarise(out, task)
+    table = summarise(out, task, runs)
     (out / task / "summary.md").write_text(table)
     print(table)
-    plot(out, task)
+    plot(out, task, runs)
 
 
 if __name__ == "__main__":
