@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 
 use shoal_core::{Env, Error, Learner, Policy, Result};
 use shoal_env::arm::ArmObs;
-use shoal_eval::{
-    ArmFrameInput, ArmLayout, ArmObject, WormFrameInput, compare_runs, render_arm, render_worm,
-};
+use shoal_eval::{ArmFrameInput, ArmLayout, WormFrameInput, compare_runs, render_arm, render_worm};
 
 use crate::config::{AlgoConfig, EnvConfig, RunConfig};
 use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
@@ -80,32 +78,13 @@ fn frozen_policy(cfg: &RunConfig, state: &[u8]) -> Result<Box<dyn Policy>> {
     })
 }
 
-/// An arm task's fixed scene as its config sets it: table, object,
-/// gripper and success radius (the ball's table is longer than the push
-/// table that [`ArmLayout::default`] describes).
+/// An arm task's fixed scene as its config sets it (the ball's table is
+/// longer than the push table that [`ArmLayout::default`] describes).
 fn arm_layout(env: &EnvConfig) -> ArmLayout {
-    let (arm, object) = match env {
-        EnvConfig::BallToNet(ball) => (
-            &ball.arm,
-            ArmObject::Ball {
-                radius: ball.ball_radius,
-            },
-        ),
-        EnvConfig::ArmPush(push) => (
-            &push.arm,
-            ArmObject::Box {
-                half_size: push.box_half_size,
-            },
-        ),
-        _ => return ArmLayout::default(),
-    };
-    ArmLayout {
-        table_half_extents: arm.table_half_extents,
-        table_height: arm.table_height,
-        object,
-        goal_radius: arm.distance_threshold,
-        gripper_radius: arm.gripper.radius(),
-        gripper_half_height: arm.gripper.half_height(),
+    match env {
+        EnvConfig::BallToNet(ball) => ball.into(),
+        EnvConfig::ArmPush(push) => push.into(),
+        _ => ArmLayout::default(),
     }
 }
 
@@ -184,6 +163,7 @@ pub fn compare(run_dirs: &[PathBuf], markdown: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal_eval::ArmObject;
 
     #[test]
     fn arm_layouts_follow_the_task_configs() {

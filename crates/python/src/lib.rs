@@ -21,10 +21,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shoal_core::{Env, Error, GoalEnv, Step};
 use shoal_env::arm::GOAL_DIM;
-use shoal_eval::ArmObject;
 
 use crate::config::{override_config, to_json, to_py};
-use crate::render::{Recording, arm_layout};
+use crate::render::Recording;
 
 /// A shoal error as the Python exception a caller expects, with shoal's message.
 fn to_py_err(error: Error) -> PyErr {
@@ -105,11 +104,8 @@ impl Task for shoal_env::ArmPush {
         config.validate()
     }
     fn recording(config: &Self::Config) -> Recording {
-        let object = ArmObject::Box {
-            half_size: config.box_half_size,
-        };
         Recording::Arm {
-            layout: arm_layout(&config.arm, object),
+            layout: config.into(),
             frames: Vec::new(),
         }
     }
@@ -131,11 +127,8 @@ impl Task for shoal_env::BallToNet {
         config.validate()
     }
     fn recording(config: &Self::Config) -> Recording {
-        let object = ArmObject::Ball {
-            radius: config.ball_radius,
-        };
         Recording::Arm {
-            layout: arm_layout(&config.arm, object),
+            layout: config.into(),
             frames: Vec::new(),
         }
     }

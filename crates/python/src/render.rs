@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use shoal_core::{Error, Result};
-use shoal_env::arm::{ArmConfig, ArmObs};
+use shoal_env::arm::ArmObs;
 use shoal_eval::{
-    ArmFrameInput, ArmLayout, ArmObject, RenderOptions, WormFrameInput, arm_scene, render_gif,
-    worm_scene,
+    ArmFrameInput, ArmLayout, RenderOptions, WormFrameInput, arm_scene, render_gif, worm_scene,
 };
 
 /// An RGB picture, row-major, 3 bytes per pixel.
@@ -100,18 +99,6 @@ impl Recording {
         let _ = std::fs::remove_file(&gif);
         let _ = std::fs::remove_file(&png);
         decode_png(&drawn?).map_err(|reason| Error::file(&png, reason))
-    }
-}
-
-/// How an arm task's scene is drawn, from its settings.
-pub fn arm_layout(arm: &ArmConfig, object: ArmObject) -> ArmLayout {
-    ArmLayout {
-        table_half_extents: arm.table_half_extents,
-        table_height: arm.table_height,
-        object,
-        goal_radius: arm.distance_threshold,
-        gripper_radius: arm.gripper.radius(),
-        gripper_half_height: arm.gripper.half_height(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Scenes for shoal's tasks built from plain per-step numbers: the worm
 //! seen from above, and the arm tasks (push, ball-to-net) from above and
 //! from the side. shoal-eval does not depend on shoal-env; the caller copies
-//! positions out of the environment into the input structs.
+//! positions out of the environment into the input structs. With the `env`
+//! feature an [`ArmLayout`] also comes straight from a task's config.
 
 use std::path::{Path, PathBuf};
 
@@ -380,6 +381,42 @@ impl Default for ArmLayout {
             gripper_radius: 0.02,
             gripper_half_height: 0.03,
         }
+    }
+}
+
+/// The scene a task's settings describe: its table, gripper, success radius
+/// and `object`.
+#[cfg(feature = "env")]
+impl ArmLayout {
+    fn from_arm(arm: &shoal_env::arm::ArmConfig, object: ArmObject) -> Self {
+        ArmLayout {
+            table_half_extents: arm.table_half_extents,
+            table_height: arm.table_height,
+            object,
+            goal_radius: arm.distance_threshold,
+            gripper_radius: arm.gripper.radius(),
+            gripper_half_height: arm.gripper.half_height(),
+        }
+    }
+}
+
+#[cfg(feature = "env")]
+impl From<&shoal_env::ArmPushConfig> for ArmLayout {
+    fn from(push: &shoal_env::ArmPushConfig) -> Self {
+        let object = ArmObject::Box {
+            half_size: push.box_half_size,
+        };
+        ArmLayout::from_arm(&push.arm, object)
+    }
+}
+
+#[cfg(feature = "env")]
+impl From<&shoal_env::BallToNetConfig> for ArmLayout {
+    fn from(ball: &shoal_env::BallToNetConfig) -> Self {
+        let object = ArmObject::Ball {
+            radius: ball.ball_radius,
+        };
+        ArmLayout::from_arm(&ball.arm, object)
     }
 }
 
