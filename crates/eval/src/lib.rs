@@ -111,9 +111,9 @@ pub use fsio::atomic_write;
 pub use lock::{LOCK_FILE, RunLock};
 pub use metrics::{MetricsLog, Record, RecordKind, read_metrics, truncate_metrics};
 pub use plot::{
-    EVAL_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE, PANEL_HEIGHT, PLOT_HEIGHT,
-    PLOT_WIDTH, RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE, ScalingCurves, ScalingPoint,
-    plot_runs, plot_scaling,
+    EVAL_FILE, EVAL_VS_STEPS_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE,
+    PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH, RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE,
+    ScalingCurves, ScalingPoint, plot_runs, plot_scaling,
 };
 pub use render::{
     ArmFrameInput, ArmLayout, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, Scene,

@@ -17,6 +17,8 @@ pub const RETURN_VS_WALL_FILE: &str = "return_vs_wall.png";
 pub const EVAL_FILE: &str = "eval.png";
 /// Evaluation return (and success rate) against wall time.
 pub const EVAL_VS_WALL_FILE: &str = "eval_vs_wall.png";
+/// Evaluation return (and success rate) against environment steps.
+pub const EVAL_VS_STEPS_FILE: &str = "eval_vs_env_steps.png";
 /// One panel per `losses/*` key.
 pub const LOSSES_FILE: &str = "losses.png";
 /// Per level of a hierarchical agent (`level0/…`, `level1/…`): its losses
@@ -154,7 +156,8 @@ fn distinguishing_settings(run: &RunData, runs: &[RunData]) -> String {
 /// Every figure the runs have data for, with its file name.
 pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
     let cohorts = cohorts(runs);
-    let (by_episode, by_wall) = (XAxis::episode(), XAxis::wall(runs));
+    let (by_episode, by_wall, by_steps) =
+        (XAxis::episode(), XAxis::wall(runs), XAxis::env_steps(runs));
     let mut figures = Vec::new();
     if let Some(panel) = return_panel(&cohorts, &by_episode) {
         figures.push((
@@ -180,6 +183,11 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
             EVAL_VS_WALL_FILE,
             "Evaluation with the policy frozen, over wall time",
             &by_wall,
+        ),
+        (
+            EVAL_VS_STEPS_FILE,
+            "Evaluation with the policy frozen, over environment steps",
+            &by_steps,
         ),
     ] {
         let eval_panels: Vec<Panel> = [
@@ -382,6 +390,28 @@ impl XAxis {
         XAxis {
             key: "wall_s",
             desc: format!("wall time ({unit})"),
+            scale,
+        }
+    }
+
+    /// Environment steps in steps, thousands or millions, whichever suits
+    /// the longest of `runs`: methods whose episodes differ in length (or
+    /// end early) compare at equal experience on this axis.
+    fn env_steps(runs: &[RunData]) -> Self {
+        let max_steps = runs
+            .iter()
+            .flat_map(|run| &run.records)
+            .filter_map(|record| record.get("env_steps")?.as_f64())
+            .filter(|s| s.is_finite())
+            .fold(0.0, f64::max);
+        let (unit, scale) = match max_steps {
+            s if s >= 1e6 => (" (millions)", 1e6),
+            s if s >= 1e4 => (" (thousands)", 1e3),
+            _ => ("", 1.0),
+        };
+        XAxis {
+            key: "env_steps",
+            desc: format!("environment steps{unit}"),
             scale,
         }
     }
@@ -670,7 +700,8 @@ mod tests {
                 RETURN_VS_EPISODE_FILE,
                 RETURN_VS_WALL_FILE,
                 EVAL_FILE,
-                EVAL_VS_WALL_FILE
+                EVAL_VS_WALL_FILE,
+                EVAL_VS_STEPS_FILE
             ]
         );
         for (name, figure) in &figures {
@@ -698,6 +729,31 @@ mod tests {
         assert_eq!(band.lower.last().unwrap().0, 60.0);
         assert_eq!(figures[3].1.panels.len(), 2);
         assert_eq!(figures[3].1.panels[1].y_range, Some((-0.02, 1.02)));
+    }
+
+    #[test]
+    fn evaluations_against_env_steps_use_each_runs_own_steps_in_readable_units() {
+        // Episodes of growing length: evaluation at episode e has seen
+        // 1 000 e² steps, so the axis cannot be episodes times a constant.
+        let mut data = run("far", None, None, 0);
+        for e in [10u64, 20, 40] {
+            data.records.push(
+                json!({"kind": "eval", "episode": e, "env_steps": 1_000 * e * e,
+                "wall_s": e as f64, "eval/return_mean": -(e as f64),
+                "eval/success_rate": 0.02 * e as f64}),
+            );
+        }
+        let figures = build_figures(&[data]);
+        let (_, steps) = figures
+            .iter()
+            .find(|(name, _)| *name == EVAL_VS_STEPS_FILE)
+            .expect("an eval-vs-steps figure");
+        let success = &steps.panels[1];
+        assert_eq!(success.x_desc, "environment steps (millions)");
+        assert_eq!(
+            success.lines[0].points,
+            vec![(0.1, 0.2), (0.4, 0.4), (1.6, 0.8)]
+        );
     }
 
     #[test]

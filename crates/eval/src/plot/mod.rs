@@ -14,8 +14,8 @@ use shoal_core::{Error, Result};
 
 pub use draw::{PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH};
 pub use figures::{
-    EVAL_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE, RETURN_VS_EPISODE_FILE,
-    RETURN_VS_WALL_FILE,
+    EVAL_FILE, EVAL_VS_STEPS_FILE, EVAL_VS_WALL_FILE, HER_FILE, LEVELS_FILE, LOSSES_FILE,
+    RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE,
 };
 pub use scaling::{ScalingCurves, ScalingPoint, plot_scaling};
 
@@ -42,6 +42,7 @@ use figures::RunData;
 /// | `return_vs_wall.png` | the same against `wall_s` |
 /// | `eval.png` | `eval/return_mean`, and `eval/success_rate` in a second panel when present |
 /// | `eval_vs_wall.png` | the same against `wall_s` (how fast parallel training gets there) |
+/// | `eval_vs_env_steps.png` | the same against `env_steps` (methods compared at equal experience) |
 /// | `losses.png` | one panel per `losses/*` key |
 /// | `her.png` | one panel per `her/*` share (hindsight goals by origin, DDPG + HER) |
 /// | `levels.png` | one panel per level for keys `level0/…`, `level1/…` (hierarchical agents) |
@@ -252,6 +253,7 @@ mod tests {
                 RETURN_VS_WALL_FILE,
                 EVAL_FILE,
                 EVAL_VS_WALL_FILE,
+                EVAL_VS_STEPS_FILE,
                 LOSSES_FILE,
                 LEVELS_FILE
             ]
@@ -266,19 +268,16 @@ mod tests {
             );
             assert_eq!(png_size(&bytes), size);
         }
-        // eval: return + success rate; levels: level 0 and level 1.
-        assert_eq!(
-            png_size(&fs::read(&written[2]).unwrap()),
-            (PLOT_WIDTH, 2 * PANEL_HEIGHT)
-        );
-        assert_eq!(
-            png_size(&fs::read(&written[3]).unwrap()),
-            (PLOT_WIDTH, 2 * PANEL_HEIGHT)
-        );
-        assert_eq!(
-            png_size(&fs::read(&written[5]).unwrap()),
-            (PLOT_WIDTH, 2 * PANEL_HEIGHT)
-        );
+        // eval (against episodes, wall time, env steps): return + success
+        // rate; levels: level 0 and level 1.
+        for i in [2, 3, 4, 6] {
+            assert_eq!(
+                png_size(&fs::read(&written[i]).unwrap()),
+                (PLOT_WIDTH, 2 * PANEL_HEIGHT),
+                "{}",
+                written[i].display()
+            );
+        }
         // Only the PNGs remain: temp files were renamed away.
         assert_eq!(fs::read_dir(&out).unwrap().count(), written.len());
     }
@@ -301,7 +300,7 @@ mod tests {
         all.push(other);
         let out = tmp.path().join("compare");
         let written = plot_runs(&all, &out).unwrap();
-        assert_eq!(written.len(), 5);
+        assert_eq!(written.len(), 6);
         let bytes = fs::read(&written[0]).unwrap();
         assert_eq!(png_size(&bytes), (PLOT_WIDTH, PLOT_HEIGHT));
     }
