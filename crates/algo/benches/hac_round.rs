@@ -38,6 +38,9 @@ fn push_hac(batch_size: usize) -> Hac<ArmPush> {
 }
 
 fn bench_round(c: &mut Criterion) {
+    // As the `shoal` binary does: a round frees and reallocates megabytes
+    // of tensors, which glibc would otherwise return to the kernel.
+    shoal_core::allocator::keep_freed_memory_for_reuse();
     let mut group = c.benchmark_group("hac");
     // An iteration takes a tenth of a second or more: ten samples suffice.
     group.sample_size(10);
