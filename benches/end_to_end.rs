@@ -72,7 +72,13 @@ fn train_iteration(c: &mut Criterion) {
     let mut group = c.benchmark_group("train_iteration");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
-    for name in ["worm-reinforce", "push-ddpg-her", "push-hac"] {
+    for name in [
+        "worm-reinforce",
+        "push-ddpg-her",
+        "push-hac",
+        "push-far-ddpg-her",
+        "push-far-hac",
+    ] {
         let cfg = preset(name).unwrap();
         let episodes = iteration_episodes(&cfg.algo);
         let mut learner = make_learner(&cfg, 0, 1.0).unwrap();
