@@ -376,13 +376,7 @@ impl XAxis {
     /// Wall time in seconds, minutes or hours, whichever suits the longest
     /// of `runs`.
     fn wall(runs: &[RunData]) -> Self {
-        let max_wall = runs
-            .iter()
-            .flat_map(|run| &run.records)
-            .filter_map(|record| record.get("wall_s")?.as_f64())
-            .filter(|s| s.is_finite())
-            .fold(0.0, f64::max);
-        let (unit, scale) = match max_wall {
+        let (unit, scale) = match largest(runs, "wall_s") {
             s if s >= 3.0 * 3600.0 => ("h", 3600.0),
             s if s >= 600.0 => ("min", 60.0),
             _ => ("s", 1.0),
@@ -398,13 +392,7 @@ impl XAxis {
     /// the longest of `runs`: methods whose episodes differ in length (or
     /// end early) compare at equal experience on this axis.
     fn env_steps(runs: &[RunData]) -> Self {
-        let max_steps = runs
-            .iter()
-            .flat_map(|run| &run.records)
-            .filter_map(|record| record.get("env_steps")?.as_f64())
-            .filter(|s| s.is_finite())
-            .fold(0.0, f64::max);
-        let (unit, scale) = match max_steps {
+        let (unit, scale) = match largest(runs, "env_steps") {
             s if s >= 1e6 => (" (millions)", 1e6),
             s if s >= 1e4 => (" (thousands)", 1e3),
             _ => ("", 1.0),
@@ -424,6 +412,15 @@ impl XAxis {
         }
         points
     }
+}
+
+/// The largest finite value of `key` in any record of `runs` (0 if none).
+fn largest(runs: &[RunData], key: &str) -> f64 {
+    runs.iter()
+        .flat_map(|run| &run.records)
+        .filter_map(|record| record.get(key)?.as_f64())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
 }
 
 fn eval_panel(
