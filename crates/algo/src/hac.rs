@@ -129,9 +129,14 @@ pub struct HacConfig {
     /// index. Default absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subgoal_indices: Option<Vec<usize>>,
-    /// Euclidean distance within which a subgoal of `subgoal_indices` counts
-    /// as reached. Default 0.05 (the arm tasks' goal threshold).
-    pub subgoal_threshold: f64,
+    /// Euclidean distance within which the levels below the top reach their
+    /// subgoals. Absent (the default): subgoals of `subgoal_indices` within
+    /// 0.05 (the arm tasks' goal threshold), achieved-goal subgoals as the env
+    /// scores its goals. Set, it scores both kinds, so achieved-goal subgoals
+    /// may be looser (or tighter) than the task's goal; the top level always
+    /// pursues the task's goal as the env scores it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_threshold: Option<f64>,
     /// Observations and goals are clamped to ±this before normalising. Default 200.
     pub clip_obs: f64,
     /// Normalised inputs are clipped to ±this. Default 5.
@@ -163,7 +168,7 @@ impl Default for HacConfig {
             subgoal_low: None,
             subgoal_high: None,
             subgoal_indices: None,
-            subgoal_threshold: 0.05,
+            subgoal_threshold: None,
             clip_obs: 200.0,
             norm_clip: 5.0,
             norm_eps: 0.01,
@@ -236,7 +241,9 @@ impl HacConfig {
         {
             return bad("subgoal_indices", "must name between 1 and 64 components");
         }
-        if !(self.subgoal_threshold.is_finite() && self.subgoal_threshold > 0.0) {
+        if let Some(threshold) = self.subgoal_threshold
+            && !(threshold.is_finite() && threshold > 0.0)
+        {
             return bad("subgoal_threshold", "must be finite and positive");
         }
         Ok(())
@@ -628,6 +635,21 @@ struct Explore {
     noise: Vec<Box<dyn ActionNoise + Send>>,
 }
 
+/// How the levels below the top score their subgoals: within
+/// `subgoal_threshold` (0.05 when absent) for subgoals of `subgoal_indices`;
+/// for achieved-goal subgoals within `subgoal_threshold` when it is given,
+/// else (`None`) as the env scores its goals.
+fn subgoal_reward(config: &HacConfig) -> Option<WithinDistance> {
+    let threshold = match (&config.subgoal_indices, config.subgoal_threshold) {
+        (Some(_), threshold) => threshold.unwrap_or(0.05),
+        (None, Some(threshold)) => threshold,
+        (None, None) => return None,
+    };
+    Some(WithinDistance {
+        threshold: threshold as f32,
+    })
+}
+
 /// The state of one episode while the levels recurse.
 struct Run<'a, E: GoalEnv> {
     env: &'a mut E,
@@ -645,7 +667,8 @@ struct Run<'a, E: GoalEnv> {
     /// Where the agent is in subgoal space: the observation's
     /// `subgoal_indices` components (absent: empty, the achieved goal is).
     at_subgoal: Vec<f32>,
-    /// With `subgoal_indices`: how the levels below the top score subgoals.
+    /// How the levels below the top score subgoals, when not as the env
+    /// scores goals (see [`subgoal_reward`]).
     subgoal_reward: Option<WithinDistance>,
     /// The goal each level is pursuing, index = level.
     goals: Vec<Vec<f32>>,
@@ -690,8 +713,8 @@ impl<E: GoalEnv> Run<'_, E> {
         Ok(())
     }
 
-    /// The scoring of `level`'s goals: the env's for the top level and for
-    /// subgoals that are achieved goals, else the subgoals' own.
+    /// The scoring of `level`'s goals: the env's for the top level, and for
+    /// the levels below unless the config gives subgoals a scoring of their own.
     fn scoring(&self, level: usize) -> &dyn GoalReward {
         match &self.subgoal_reward {
             Some(subgoal) if level + 1 < self.goals.len() => subgoal,
@@ -701,7 +724,7 @@ impl<E: GoalEnv> Run<'_, E> {
 
     /// Where `level` is in the space of its goals.
     fn achieved_by(&self, level: usize) -> &[f32] {
-        match self.subgoal_reward {
+        match self.config.subgoal_indices {
             Some(_) if level + 1 < self.goals.len() => &self.at_subgoal,
             _ => &self.achieved,
         }
@@ -1044,9 +1067,7 @@ impl<E: GoalEnv> Hac<E> {
             achieved: Vec::new(),
             desired: Vec::new(),
             at_subgoal: Vec::new(),
-            subgoal_reward: config.subgoal_indices.as_ref().map(|_| WithinDistance {
-                threshold: config.subgoal_threshold as f32,
-            }),
+            subgoal_reward: subgoal_reward(config),
             goals: vec![Vec::new(); levels],
             done: false,
             success: false,
@@ -1564,7 +1585,7 @@ mod tests {
             ),
             (
                 HacConfig {
-                    subgoal_threshold: f64::NAN,
+                    subgoal_threshold: Some(f64::NAN),
                     ..small()
                 },
                 "subgoal_threshold",
@@ -1846,7 +1867,7 @@ mod tests {
         // and 1; the test env counts a goal reached within 0.1.
         let by_index = HacConfig {
             subgoal_indices: Some(vec![0, 1]),
-            subgoal_threshold: 0.1,
+            subgoal_threshold: Some(0.1),
             ..small()
         };
         let (mut a, mut b) = (agent(small(), 5), agent(by_index, 5));
@@ -1860,12 +1881,41 @@ mod tests {
     }
 
     #[test]
+    fn a_subgoal_threshold_scores_achieved_goal_subgoals_but_never_the_task_goal() {
+        let scalar = |report: &LearnReport, key: &str| {
+            report.scalars.iter().find(|(k, _)| k == key).unwrap().1
+        };
+        // The test env counts a goal reached within 0.1: that threshold,
+        // given for the subgoals, changes nothing.
+        let explicit = HacConfig {
+            subgoal_threshold: Some(0.1),
+            ..small()
+        };
+        let (mut a, mut b) = (agent(small(), 9), agent(explicit, 9));
+        let (ra, rb) = (a.learn(4).unwrap(), b.learn(4).unwrap());
+        assert_eq!(ra.episode_returns, rb.episode_returns);
+        assert_eq!(ra.scalars, rb.scalars);
+        assert!(scalar(&ra, "level0/subgoal_success") < 0.5);
+        // So loose that level 0 reaches every subgoal with its first step,
+        // while the top level is still held to the env's 0.1.
+        let loose = HacConfig {
+            subgoal_threshold: Some(100.0),
+            ..small()
+        };
+        let mut c = agent(loose, 9);
+        let rc = c.learn(4).unwrap();
+        assert_eq!(scalar(&rc, "level0/subgoal_success"), 1.0);
+        assert!(scalar(&rc, "level1/subgoal_success") < 0.5);
+        assert!(rc.env_steps() <= 4 * 5, "one step per subgoal attempt");
+    }
+
+    #[test]
     fn subgoals_in_a_space_of_their_own_are_proposed_there_and_learned() {
         // Subgoals name the position with its axes swapped: the levels below
         // the top pursue (y, x) while the top pursues the goal's (x, y).
         let config = HacConfig {
             subgoal_indices: Some(vec![1, 0]),
-            subgoal_threshold: 0.1,
+            subgoal_threshold: Some(0.1),
             ..learning()
         };
         let mut learner = agent(config, 42);
