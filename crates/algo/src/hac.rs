@@ -1870,14 +1870,21 @@ mod tests {
             subgoal_threshold: Some(0.1),
             ..small()
         };
-        let (mut a, mut b) = (agent(small(), 5), agent(by_index, 5));
-        let (ra, rb) = (a.learn(6).unwrap(), b.learn(6).unwrap());
+        learn_alike(small(), by_index, 5, 6);
+    }
+
+    /// Trains a 2-level agent of each config from `seed` for `episodes`,
+    /// asserts they learned the same, and returns the report.
+    fn learn_alike(x: HacConfig, y: HacConfig, seed: u64, episodes: usize) -> LearnReport {
+        let (mut a, mut b) = (agent(x, seed), agent(y, seed));
+        let (ra, rb) = (a.learn(episodes).unwrap(), b.learn(episodes).unwrap());
         assert_eq!(ra.episode_returns, rb.episode_returns);
         assert_eq!(ra.scalars, rb.scalars);
         assert_eq!(a.models().parameters(), b.models().parameters());
         for level in 0..2 {
             assert_eq!(a.buffer(level).len(), b.buffer(level).len());
         }
+        ra
     }
 
     #[test]
@@ -1891,10 +1898,7 @@ mod tests {
             subgoal_threshold: Some(0.1),
             ..small()
         };
-        let (mut a, mut b) = (agent(small(), 9), agent(explicit, 9));
-        let (ra, rb) = (a.learn(4).unwrap(), b.learn(4).unwrap());
-        assert_eq!(ra.episode_returns, rb.episode_returns);
-        assert_eq!(ra.scalars, rb.scalars);
+        let ra = learn_alike(small(), explicit, 9, 4);
         assert!(scalar(&ra, "level0/subgoal_success") < 0.5);
         // So loose that level 0 reaches every subgoal with its first step,
         // while the top level is still held to the env's 0.1.
