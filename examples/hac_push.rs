@@ -7,8 +7,8 @@
 //! ```
 //!
 //! The argument is the number of training episodes (default 1000). On one
-//! core 500 episodes take about 3 min; eval success passes 0.5 after about
-//! 2,500. `shoal train push-hac` runs the same agent with metrics,
+//! idle core 500 episodes take about 30 s; eval success is 0.58 at 1,000
+//! and 0.78 at 2,500. `shoal train push-hac` runs the same agent with metrics,
 //! checkpoints (both levels' replay buffers included), plots and renders
 //! that draw the subgoals.
 
