@@ -43,12 +43,12 @@ struct LocalSgd {
 }
 
 impl LocalSgd {
-    fn new(setup: &StrategySetup<'_>) -> Self {
+    fn new(setup: &StrategySetup) -> Self {
         LocalSgd {
             iterations: setup.iterations,
             episodes: setup.episodes_per_iteration,
             eval_interval: setup.eval_interval,
-            eval_episodes: setup.cfg.train.eval_episodes,
+            eval_episodes: setup.eval_episodes,
             eval_seed: setup.eval_seed,
             checkpoint_interval: setup.checkpoint_interval,
         }

@@ -38,6 +38,14 @@ impl EnvConfig {
             EnvConfig::PointGoal(_) => "point-goal",
         }
     }
+
+    /// Whether the env is goal-conditioned (success rates, HER, HAC).
+    pub fn is_goal_task(&self) -> bool {
+        matches!(
+            self,
+            EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_) | EnvConfig::PointGoal(_)
+        )
+    }
 }
 
 /// Which algorithm to train with, with its hyperparameters.
@@ -63,52 +71,7 @@ impl AlgoConfig {
     }
 }
 
-/// How long to train and how often to evaluate and checkpoint.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TrainConfig {
-    /// Training episodes in total (over all workers). Default 10 000.
-    pub episodes: u64,
-    /// Evaluate the frozen policy every this many episodes. Default 500.
-    pub eval_every: u64,
-    /// Episodes per periodic evaluation. Default 5.
-    pub eval_episodes: usize,
-    /// Episodes of the final evaluation written to `summary.json`. Default 20.
-    pub final_eval_episodes: usize,
-    /// Write a checkpoint every this many episodes. Default 1 000.
-    pub checkpoint_every: u64,
-    /// The evaluation return that counts as reaching the target, for
-    /// `summary.json`'s `*_to_target` numbers. Default (absent): the worm's
-    /// best travelling-wave return; no return target for other tasks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_return: Option<f64>,
-    /// The evaluation success rate that counts as reaching the target, for
-    /// goal tasks. Default (absent): 0.9 on goal tasks. Takes precedence
-    /// over `target_return`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_success: Option<f64>,
-    /// End the run at the first evaluation that reaches the target (as
-    /// Stable-Baselines3's `StopTrainingOnRewardThreshold`); the final
-    /// evaluation, checkpoint and `summary.json` follow as after the last
-    /// episode. A parallel run then checkpoints at every evaluation, so it
-    /// can end at any of them with every worker's replay memory. Default false.
-    pub stop_at_target: bool,
-}
-
-impl Default for TrainConfig {
-    fn default() -> Self {
-        TrainConfig {
-            episodes: 10_000,
-            eval_every: 500,
-            eval_episodes: 5,
-            final_eval_episodes: 20,
-            checkpoint_every: 1_000,
-            target_return: None,
-            target_success: None,
-            stop_at_target: false,
-        }
-    }
-}
+pub use shoal_run::TrainConfig;
 
 /// Which strategy trains a run's workers together: one of shoal's, or one
 /// defined by a program that uses shoal as a library (its

@@ -12,6 +12,7 @@
 //! | shoal-algo | [`algo`] | REINFORCE, DDPG, HER, HAC |
 //! | shoal-parallel | [`parallel`] | communicators and strategies |
 //! | shoal-eval | [`eval`] | metrics, checkpoints, plots |
+//! | shoal-run | [`run`] | the training runtime: run dirs, checkpoints, resume, clean stop |
 //!
 //! ```
 //! let cfg = shoal::config::preset("worm-reinforce").unwrap();
@@ -25,13 +26,13 @@ pub use shoal_env as env;
 pub use shoal_eval as eval;
 pub use shoal_parallel as parallel;
 pub use shoal_policy as policy;
+pub use shoal_run as run;
 
 pub use shoal_core::allocator;
 pub mod bench;
 pub mod cli;
 pub mod config;
 mod overrides;
-pub mod progress;
 pub mod render;
 pub mod scale;
 pub mod sweep;

@@ -135,7 +135,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            match e {
+                shoal::core::Error::Interrupted(_) => {
+                    ExitCode::from(shoal::run::INTERRUPTED_EXIT as u8)
+                }
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }

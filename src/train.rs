@@ -1,53 +1,26 @@
-//! `shoal train`: builds envs and learners from a [`RunConfig`], runs the
-//! training loop (alone or through a parallel strategy), and keeps the run
-//! directory — metrics, checkpoints, summary — up to date.
+//! `shoal train`: turns a [`RunConfig`] into what the runtime library
+//! ([`shoal_run`]) trains — the run's spec, the learner factory for the
+//! configured env and algorithm, and the configured strategy — and checks
+//! the configuration before anything touches the disk.
 //!
 //! Parallel runs go through [`shoal_parallel::launch`], which may re-run this
-//! executable as worker processes (or be started by `mpirun`). Everything
-//! with a side effect — creating the run directory, writing metrics and
-//! checkpoints, printing — therefore happens inside the launched body and on
-//! rank 0 only.
+//! executable as worker processes (or be started by `mpirun`); the runtime
+//! keeps every side effect on rank 0.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::json;
 use shoal_algo::{Ddpg, Hac, Reinforce};
-use shoal_core::{
-    Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner, derive_seed,
-};
-use shoal_eval::{
-    CONFIG_FILE, Checkpoint, CheckpointSelector, CheckpointWriter, LOCK_FILE, MetricsLog, Progress,
-    Record, RecordKind, RunDir, Summary, Target, list_checkpoints, load_checkpoint, read_metrics,
-    truncate_metrics,
-};
+use shoal_core::{Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner};
+use shoal_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
 use shoal_parallel::{
-    AveragingConfig, Backend, Communicator, Control, Counters, GatherConfig, GradientAveraging,
-    IterationRecord, Pool, PoolConfig, ProcessConfig, Resume, RolloutGather, Strategy,
-    WorkerProfile, launch_with,
+    AveragingConfig, GatherConfig, GradientAveraging, Pool, PoolConfig, RolloutGather, Strategy,
 };
+pub use shoal_run::StrategySetup;
+use shoal_run::{NO_STOP_TARGET, ParallelSpec, Reference, RunOptions, RunSpec, STATE_BLOB};
 
-use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind, in_context};
-use crate::progress::ProgressReporter;
-
-/// Seed stream of the evaluation episodes: the same for every evaluation of a
-/// run, so successive evaluations face the same starting states.
-const EVAL_STREAM: u64 = 0xE7A1;
-
-/// Blob names inside a checkpoint.
-const STATE_BLOB: &str = "learner";
-/// Rank 0's replay memory (the only one of a single-learner run); worker
-/// `r > 0` of a parallel run keeps its own as `worker-{r}/memory`.
-const MEMORY_BLOB: &str = "memory";
-
-fn memory_blob(rank: usize) -> String {
-    if rank == 0 {
-        MEMORY_BLOB.into()
-    } else {
-        format!("worker-{rank}/{MEMORY_BLOB}")
-    }
-}
+use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind};
 
 /// A fresh instance of the configured environment.
 pub fn make_env(cfg: &EnvConfig) -> Result<Box<dyn Env>> {
@@ -155,7 +128,72 @@ fn make_reinforce(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Reinfor
 
 /// The evaluation seed of a run.
 pub fn eval_seed(cfg: &RunConfig) -> u64 {
-    derive_seed(cfg.seed, EVAL_STREAM)
+    shoal_run::eval_seed(cfg.seed)
+}
+
+/// Settings a resume may change: the budget and schedule (`train.*`), and
+/// what only watches the run — how long a silent worker is waited for, and
+/// whether iteration lines carry the workers' profiles.
+pub const RESUME_MAY_CHANGE: &[&str] = &["train", "parallel.timeout_s", "parallel.profile"];
+
+/// What the runtime needs to know of `cfg`'s run.
+pub fn run_spec(cfg: &RunConfig) -> RunSpec {
+    let p = &cfg.parallel;
+    let mut parallel = ParallelSpec {
+        workers: p.workers,
+        backend: p.backend,
+        strategy: p.strategy.name().to_string(),
+        episodes_per_iteration: p.episodes_per_iteration,
+        timeout: std::time::Duration::from_secs_f64(p.timeout_s),
+        profile: p.profile,
+        ..ParallelSpec::default()
+    };
+    if p.strategy == StrategyKind::Pool {
+        let settings: Vec<serde_json::Value> = (0..p.workers)
+            .map(|rank| {
+                json!({
+                    "lr_scale": p.worker_lr_scales.get(rank).copied().unwrap_or(1.0),
+                    "overrides": p.worker_overrides.get(rank).cloned().unwrap_or_default(),
+                })
+            })
+            .collect();
+        parallel
+            .iteration_fields
+            .push(("pool/worker_settings".into(), settings.into()));
+    }
+    let mut spec = RunSpec::new(cfg.preset.clone(), cfg.to_toml())
+        .seed(cfg.seed)
+        .train(cfg.train.clone())
+        .goal_task(cfg.env.is_goal_task())
+        .resume_may_change(RESUME_MAY_CHANGE)
+        // A config an earlier version wrote is compared as today reads it:
+        // renamed keys migrated, keys added since at their defaults.
+        .migrate_saved_config(Arc::new(|saved: &str| {
+            RunConfig::from_toml(saved, "saved config")
+                .ok()
+                .map(|c| c.to_toml())
+        }))
+        .parallel(parallel);
+    if let EnvConfig::Worm(worm) = &cfg.env {
+        let (worm, seed) = (worm.clone(), cfg.seed);
+        // The gait search may find nothing on an unusual worm: the run then
+        // goes without the reference rather than failing.
+        spec = spec.reference(Arc::new(move || {
+            let gait = shoal_env::try_best_travelling_wave(&worm, seed).ok()?;
+            Some(Reference {
+                name: "gait".into(),
+                episode_return: gait.episode_return,
+                summary_fields: vec![
+                    ("gait_speed".into(), gait.speed.into()),
+                    (
+                        "gait".into(),
+                        json!({"amplitude": gait.amplitude, "omega": gait.omega, "phase": gait.phase}),
+                    ),
+                ],
+            })
+        }));
+    }
+    spec
 }
 
 /// What `shoal train` was asked to do, resolved but not yet acted on.
@@ -173,41 +211,46 @@ pub struct Plan {
     pub quiet: bool,
 }
 
+impl Plan {
+    /// Where the run lives, for the runtime.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            out: self.out.clone(),
+            resume: self.resume.clone(),
+            checkpoint: self.checkpoint.clone(),
+            quiet: self.quiet,
+            stop: None,
+        }
+    }
+}
+
 /// Runs a plan: one learner, or `parallel.workers` through the configured
 /// strategy on the configured backend. Returns the run directory and summary
 /// on rank 0, `None` on other ranks.
 pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
-    cfg.parallel.validate()?;
-    // Bad per-worker overrides are refused before a run directory exists.
-    for rank in 0..cfg.parallel.worker_overrides.len() {
-        cfg.worker(rank)?;
+    if let StrategyKind::None = cfg.parallel.strategy
+        && cfg.parallel.workers != 1
+    {
+        cfg.parallel.validate()?;
+        return Err(Error::Config(format!(
+            "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} \
+             workers also --set parallel.strategy=pool|gather|averaging",
+            cfg.preset, cfg.parallel.workers
+        )));
     }
-    if plan.checkpoint.is_some() && plan.resume.is_none() {
-        return Err(Error::Config(
-            "--checkpoint selects what --resume continues from; give --resume DIR too".into(),
-        ));
-    }
+    // Every check runs before anything is created on disk: a config
+    // refused after its run directory exists would leave a dead directory.
+    check_config(cfg)?;
+    let (spec, options) = (run_spec(cfg), plan.options());
     match &cfg.parallel.strategy {
         StrategyKind::None => {
-            if cfg.parallel.workers != 1 {
-                return Err(Error::Config(format!(
-                    "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} \
-                     workers also --set parallel.strategy=pool|gather|averaging",
-                    cfg.preset, cfg.parallel.workers
-                )));
-            }
-            // Every check runs before anything is created on disk: a config
-            // refused after its run directory exists would leave a dead
-            // directory behind.
-            check_config(cfg)?;
-            let (run, checkpoint) = open_run(plan)?;
-            let summary = train_single(cfg, &run, checkpoint.as_ref(), plan.quiet)?;
-            Ok(Some((run.path().to_path_buf(), summary)))
+            shoal_run::train(&spec, &options, || make_learner(cfg, 0, 1.0)).map(Some)
         }
-        StrategyKind::Pool => run_parallel(
-            plan,
-            |cfg, rank| {
+        StrategyKind::Pool => shoal_run::train_parallel(
+            &spec,
+            &options,
+            |rank| {
                 let (worker_cfg, lr_scale) = cfg.worker(rank)?;
                 make_learner(&worker_cfg, rank, lr_scale)
             },
@@ -216,31 +259,36 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
                     PoolConfig::default()
                         .iterations(setup.iterations)
                         .episodes_per_iteration(setup.episodes_per_iteration)
-                        .selection_episodes(setup.cfg.parallel.pool_eval_episodes)
+                        .selection_episodes(cfg.parallel.pool_eval_episodes)
                         .eval_interval(setup.eval_interval)
-                        .eval_episodes(setup.cfg.train.eval_episodes)
+                        .eval_episodes(setup.eval_episodes)
                         .seed(setup.eval_seed)
                         .memory_interval(setup.checkpoint_interval),
                 ))
             },
         ),
-        StrategyKind::Gather => run_parallel(plan, make_rollout_learner, |setup| {
-            Ok(RolloutGather::new(
-                GatherConfig::default()
-                    .iterations(setup.iterations)
-                    .episodes_per_worker(setup.episodes_per_iteration)
-                    .eval_interval(setup.eval_interval)
-                    .eval_episodes(setup.cfg.train.eval_episodes)
-                    .seed(setup.eval_seed),
-            ))
-        }),
+        StrategyKind::Gather => shoal_run::train_parallel(
+            &spec,
+            &options,
+            |rank| make_rollout_learner(cfg, rank),
+            |setup| {
+                Ok(RolloutGather::new(
+                    GatherConfig::default()
+                        .iterations(setup.iterations)
+                        .episodes_per_worker(setup.episodes_per_iteration)
+                        .eval_interval(setup.eval_interval)
+                        .eval_episodes(setup.eval_episodes)
+                        .seed(setup.eval_seed),
+                ))
+            },
+        ),
         StrategyKind::Averaging => run_strategy(plan, |setup| {
             Ok(GradientAveraging::new(
                 AveragingConfig::default()
                     .iterations(setup.iterations)
                     .episodes_per_iteration(setup.episodes_per_iteration)
                     .eval_interval(setup.eval_interval)
-                    .eval_episodes(setup.cfg.train.eval_episodes)
+                    .eval_episodes(setup.eval_episodes)
                     .seed(setup.eval_seed)
                     .memory_interval(setup.checkpoint_interval),
             ))
@@ -253,99 +301,27 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     }
 }
 
-/// What a strategy factory gets on each rank to build its strategy: the
-/// run's config and the schedule `shoal train` derives from its budget.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct StrategySetup<'a> {
-    /// The run's configuration.
-    pub cfg: &'a RunConfig,
-    /// This rank.
-    pub rank: usize,
-    /// Number of workers.
-    pub workers: usize,
-    /// Iterations of the whole run: `train.episodes` over
-    /// `workers × episodes_per_iteration`, rounded up.
-    pub iterations: u64,
-    /// Training episodes per worker and iteration
-    /// (`parallel.episodes_per_iteration`).
-    pub episodes_per_iteration: usize,
-    /// Evaluate every this many iterations (`train.eval_every` in iterations).
-    pub eval_interval: u64,
-    /// Checkpoint every this many iterations (`train.checkpoint_every` in
-    /// iterations); gather every worker's memory on the same ones.
-    pub checkpoint_interval: u64,
-    /// Seed of the evaluation episodes, the same for every evaluation.
-    pub eval_seed: u64,
-}
-
 /// Trains `plan` with the strategy `make_strategy` builds on every rank, on
-/// the backend and worker count of `plan.cfg.parallel`, with everything
-/// `shoal train` gives its own strategies: the run directory (locked,
-/// `config.toml`), `metrics.jsonl`, checkpoints holding every worker's
-/// replay memory, `--resume` from them, the final evaluation and
-/// `summary.json`. `plan.cfg.parallel.strategy` must carry the strategy's
-/// [`Strategy::name`], so configs, records and summaries use one name.
-///
-/// This is how a strategy written in another crate runs like a built-in;
-/// `examples/custom_strategy.rs` shows it end to end. Returns the run
-/// directory and summary on rank 0, `None` on other ranks.
+/// the backend and worker count of `plan.cfg.parallel`, with the learners
+/// of its preset and everything `shoal train` gives its own strategies (see
+/// [`shoal_run::train_parallel`]). `plan.cfg.parallel.strategy` must carry
+/// the strategy's [`Strategy::name`], so configs, records and summaries use
+/// one name. `examples/custom_strategy.rs` shows it end to end. Returns the
+/// run directory and summary on rank 0, `None` on other ranks.
 pub fn run_strategy<S, F>(plan: &Plan, make_strategy: F) -> Result<Option<(PathBuf, Summary)>>
 where
     S: Strategy<Box<dyn GradientLearner>>,
-    F: Fn(&StrategySetup<'_>) -> Result<S> + Sync,
+    F: Fn(&StrategySetup) -> Result<S> + Sync,
 {
-    run_parallel(
-        plan,
-        |cfg, rank| make_learner(cfg, rank, 1.0),
+    let cfg = &plan.cfg;
+    check_config(cfg)?;
+    shoal_run::train_parallel(
+        &run_spec(cfg),
+        &plan.options(),
+        |rank| make_learner(cfg, rank, 1.0),
         make_strategy,
     )
 }
-
-/// Launches the backend and runs [`train_parallel`] on every rank.
-fn run_parallel<L, S, M, F>(
-    plan: &Plan,
-    make_learner: M,
-    make_strategy: F,
-) -> Result<Option<(PathBuf, Summary)>>
-where
-    L: Learner,
-    S: Strategy<L>,
-    M: Fn(&RunConfig, usize) -> Result<L> + Sync,
-    F: Fn(&StrategySetup<'_>) -> Result<S> + Sync,
-{
-    let cfg = &plan.cfg;
-    cfg.parallel.validate()?;
-    // Bad per-worker overrides are refused before a run directory exists.
-    for rank in 0..cfg.parallel.worker_overrides.len() {
-        cfg.worker(rank)?;
-    }
-    check_config(cfg)?;
-    let processes = ProcessConfig::default()
-        .timeout(std::time::Duration::from_secs_f64(cfg.parallel.timeout_s));
-    // The process that starts a threads or processes run is its rank 0: it
-    // claims the run directory before any worker exists, so that a refusal
-    // is one line from one process. MPI ranks learn who is rank 0 only
-    // inside `launch_with`.
-    let claimed = match cfg.parallel.backend {
-        Backend::Mpi => None,
-        _ if shoal_parallel::is_worker_process() => None,
-        _ => Some(open_run(plan)?),
-    };
-    let claimed = Mutex::new(claimed);
-    launch_with(
-        cfg.parallel.backend,
-        cfg.parallel.workers,
-        &processes,
-        |comm: &dyn Communicator| {
-            train_parallel(plan, comm, &claimed, &make_learner, &make_strategy)
-        },
-    )
-    .map(Option::flatten)
-}
-
-/// A claimed run directory and the checkpoint to resume from, if any.
-type OpenRun = (RunDir, Option<Checkpoint>);
 
 /// Largest `train.episodes` (and evaluation and checkpoint interval)
 /// accepted: years of training at a million episodes a second.
@@ -354,10 +330,15 @@ pub const MAX_EPISODES: u64 = 1 << 40;
 pub const MAX_EVAL_EPISODES: usize = 1_000_000;
 
 /// Checks everything about `cfg` that can be checked without touching the
-/// disk beyond `ParallelConfig::validate`: the budget, and every learner the
-/// run will build (rank 0's is built here and dropped, so whatever the
-/// constructors refuse is refused now).
+/// disk: the parallel settings, the budget, and every learner the run will
+/// build (rank 0's is built here and dropped, so whatever the constructors
+/// refuse is refused now).
 pub fn check_config(cfg: &RunConfig) -> Result<()> {
+    cfg.parallel.validate()?;
+    // Bad per-worker overrides are refused before a run directory exists.
+    for rank in 0..cfg.parallel.worker_overrides.len() {
+        cfg.worker(rank)?;
+    }
     let train = &cfg.train;
     let bad = |message: String| Err(Error::Config(message));
     if !(1..=MAX_EPISODES).contains(&train.episodes) {
@@ -406,8 +387,17 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     {
         return bad(format!("train.target_return must be finite, got {value}"));
     }
+    if !(train.stop_grace_s.is_finite()
+        && train.stop_grace_s > 0.0
+        && train.stop_grace_s <= 86_400.0)
+    {
+        return bad(format!(
+            "train.stop_grace_s must be in (0, 86400] seconds, got {}",
+            train.stop_grace_s
+        ));
+    }
     if train.stop_at_target
-        && run_target(cfg, None).is_none()
+        && shoal_run::run_target(&run_spec(cfg), None).is_none()
         && !matches!(cfg.env, EnvConfig::Worm(_))
     {
         return bad(NO_STOP_TARGET.into());
@@ -427,689 +417,6 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     } else {
         make_learner(cfg, 0, 1.0).map(drop)
     }
-}
-
-/// Claims the run directory — a fresh one, or the one to resume, locked
-/// for as long as the returned [`RunDir`] lives — and writes its config.
-fn open_run(plan: &Plan) -> Result<OpenRun> {
-    let (run, checkpoint) = match &plan.resume {
-        Some(dir) => {
-            let run = claim_run_to_resume(dir)?;
-            if plan.checkpoint.is_none()
-                && !run.checkpoints().join("latest").exists()
-                && list_checkpoints(run.path())?.is_empty()
-            {
-                // The run died before its first checkpoint: nothing to
-                // continue, so it starts again in place (its config must
-                // still match, and its partial metrics go).
-                let saved = run.read_config()?;
-                config_must_match(&saved, &run.config(), &plan.cfg)?;
-                truncate_metrics(run.path(), 0)?;
-                run.create()?;
-                run.write_config(&plan.cfg.to_toml())?;
-                return Ok((run, None));
-            }
-            let which = plan
-                .checkpoint
-                .as_deref()
-                .map_or(CheckpointSelector::Latest, CheckpointSelector::parse);
-            let ckpt = load_checkpoint(run.path(), &which, None)?;
-            check_resume_config(&ckpt, &plan.cfg)?;
-            let done = ckpt.progress().episodes;
-            // A run stopped after its last checkpoint but before its summary
-            // (killed in the final evaluation) is finished, not refused.
-            let unfinished = !run.summary().is_file() && plan.checkpoint.is_none();
-            if done >= plan.cfg.train.episodes && !unfinished {
-                return Err(Error::Config(format!(
-                    "{} already trained {done} episodes; to continue, raise train.episodes \
-                     above {done}",
-                    ckpt.dir().display()
-                )));
-            }
-            (run, Some(ckpt))
-        }
-        None => {
-            let run = match plan.out.as_deref() {
-                Some(out) => claim_out_dir(out)?,
-                None => claim_numbered_dir(&plan.cfg.preset)?,
-            };
-            run.create()?;
-            (run, None)
-        }
-    };
-    run.write_config(&plan.cfg.to_toml())?;
-    Ok((run, checkpoint))
-}
-
-/// The names in `dir`, or an error naming it.
-fn dir_entries(dir: &Path) -> Result<Vec<String>> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    Ok(names)
-}
-
-/// `--out DIR` for a fresh run: a new or empty directory, locked. A
-/// directory that already holds a run, or anything else, is refused with
-/// nothing written (not even the lock file).
-fn claim_out_dir(out: &Path) -> Result<RunDir> {
-    if out.exists() && !out.is_dir() {
-        return Err(Error::file(
-            out,
-            "exists and is not a directory; give a directory as --out",
-        ));
-    }
-    std::fs::create_dir_all(out)
-        .map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
-    let refuse = |names: &[String]| -> Result<()> {
-        if names.iter().any(|n| n == CONFIG_FILE) {
-            return Err(Error::Config(format!(
-                "{} already holds a run; use --resume {} or another --out",
-                out.display(),
-                out.display()
-            )));
-        }
-        if names.iter().any(|n| n != LOCK_FILE) {
-            return Err(Error::Config(format!(
-                "{} is not empty and holds no shoal run; refusing to write into it \
-                 (give a new or empty --out)",
-                out.display()
-            )));
-        }
-        Ok(())
-    };
-    let names = dir_entries(out)?;
-    // A lock file means a shoal process may be starting here right now: its
-    // lock is what tells, so take (or fail to take) it before judging.
-    if !names.iter().any(|n| n == LOCK_FILE) {
-        refuse(&names)?;
-    }
-    let run = RunDir::new(out).lock()?;
-    refuse(&dir_entries(out)?)?;
-    Ok(run)
-}
-
-/// `runs/<preset>`, else `runs/<preset>-2`, `-3`, …: the first that this
-/// process creates itself (`create_dir` is atomic, so two runs started at
-/// once never share a number), locked.
-fn claim_numbered_dir(preset: &str) -> Result<RunDir> {
-    let parent = PathBuf::from("runs");
-    std::fs::create_dir_all(&parent)
-        .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
-    for n in 1u64.. {
-        let name = if n == 1 {
-            preset.to_string()
-        } else {
-            format!("{preset}-{n}")
-        };
-        let candidate = parent.join(name);
-        match std::fs::create_dir(&candidate) {
-            Ok(()) => return claim_out_dir(&candidate),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(Error::io(format!("creating {}", candidate.display()), e)),
-        }
-    }
-    unreachable!("some run number is free")
-}
-
-/// `--resume DIR`: a directory holding a run, locked.
-fn claim_run_to_resume(dir: &Path) -> Result<RunDir> {
-    let run = RunDir::new(dir);
-    if !run.config().is_file() {
-        return Err(Error::file(
-            dir,
-            "holds no shoal run to resume (no config.toml)",
-        ));
-    }
-    run.lock()
-}
-
-/// Rank 0's bookkeeping: metrics, checkpoints and progress output, shared by
-/// the single-learner loop and every parallel strategy.
-struct Recorder {
-    run: RunDir,
-    metrics: MetricsLog,
-    progress: ProgressReporter,
-    config_toml: String,
-    seed: u64,
-    clock: Instant,
-    wall_before: f64,
-    /// The pool's per-worker settings, written into every iteration line.
-    worker_settings: Option<serde_json::Value>,
-    /// Whether iteration lines carry the workers' profiles (`parallel.profile`).
-    profile: bool,
-    /// The target that ends the run when an evaluation reaches it
-    /// (`train.stop_at_target`).
-    stop_target: Option<Target>,
-}
-
-impl Recorder {
-    fn new(cfg: &RunConfig, run: RunDir, resume: Option<&Checkpoint>, quiet: bool) -> Result<Self> {
-        let (metrics, wall_before, done) = match resume {
-            Some(ckpt) => {
-                let p = ckpt.progress();
-                (
-                    MetricsLog::resume(run.path(), p.episodes)?,
-                    p.wall_s,
-                    p.episodes,
-                )
-            }
-            None => (MetricsLog::open(run.path())?, 0.0, 0),
-        };
-        let mut progress = ProgressReporter::new(quiet);
-        progress.start(cfg.train.episodes, done);
-        let worker_settings = (cfg.parallel.strategy == StrategyKind::Pool).then(|| {
-            let p = &cfg.parallel;
-            let settings: Vec<serde_json::Value> = (0..p.workers)
-                .map(|rank| {
-                    json!({
-                        "lr_scale": p.worker_lr_scales.get(rank).copied().unwrap_or(1.0),
-                        "overrides": p.worker_overrides.get(rank).cloned().unwrap_or_default(),
-                    })
-                })
-                .collect();
-            serde_json::Value::from(settings)
-        });
-        let stop_target = match cfg.train.stop_at_target {
-            true => {
-                let gait = worm_gait(cfg).map(|gait| gait.episode_return);
-                Some(run_target(cfg, gait).ok_or_else(|| Error::Config(NO_STOP_TARGET.into()))?)
-            }
-            false => None,
-        };
-        Ok(Recorder {
-            run,
-            metrics,
-            progress,
-            config_toml: cfg.to_toml(),
-            seed: cfg.seed,
-            clock: Instant::now(),
-            wall_before,
-            worker_settings,
-            profile: cfg.parallel.profile,
-            stop_target,
-        })
-    }
-
-    /// Wall-clock seconds of the whole run, earlier sessions included.
-    fn wall(&self) -> f64 {
-        self.wall_before + self.clock.elapsed().as_secs_f64()
-    }
-
-    /// Records an evaluation; returns whether it ends the run
-    /// (`train.stop_at_target`).
-    fn eval(&mut self, counters: Counters, eval: &shoal_core::EvalReport) -> Result<bool> {
-        let mut record = Record::new(
-            RecordKind::Eval,
-            counters.episodes,
-            counters.env_steps,
-            self.wall(),
-        )
-        .scalar("eval/return_mean", eval.return_mean)
-        .scalar("eval/return_std", eval.return_std)
-        .field("eval_env_steps", counters.eval_env_steps);
-        if let Some(rate) = eval.success_rate {
-            record = record.scalar("eval/success_rate", rate);
-        }
-        self.metrics.write(&record)?;
-        let success = eval
-            .success_rate
-            .map(|r| format!(", success {r:.2}"))
-            .unwrap_or_default();
-        self.progress.note(&format!(
-            "episode {}: eval return {:.2}{success}",
-            counters.episodes, eval.return_mean
-        ));
-        Ok(self.stop_target.as_ref().is_some_and(|target| {
-            target.is_reached_by(
-                record
-                    .get(&target.metric)
-                    .and_then(serde_json::Value::as_f64),
-            )
-        }))
-    }
-
-    /// Writes a checkpoint of `learner` after `counters`, with every
-    /// worker's replay memory if given (else `learner`'s own); records up to
-    /// these counters must already be in the metrics log.
-    fn checkpoint<L: Learner + ?Sized>(
-        &self,
-        learner: &L,
-        counters: Counters,
-        worker_memories: Option<&[Vec<u8>]>,
-    ) -> Result<()> {
-        let progress = Progress {
-            episodes: counters.episodes,
-            env_steps: counters.env_steps,
-            wall_s: self.wall(),
-            iteration: counters.iteration,
-            seed: self.seed,
-        };
-        // The records up to this checkpoint reach the disk before it does.
-        self.metrics.sync()?;
-        let state = learner.save_state();
-        // Rank 0's memory is among the gathered ones: serialise it only when alone.
-        let own;
-        let memories = match worker_memories {
-            Some(all) => all,
-            None => {
-                own = learner.save_memory();
-                own.as_slice()
-            }
-        };
-        let mut writer = CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
-            .blob(STATE_BLOB, &state[..])
-            .extra("eval_env_steps", counters.eval_env_steps);
-        for (rank, memory) in memories.iter().enumerate() {
-            writer = writer.blob(&memory_blob(rank), &memory[..]);
-        }
-        writer.commit()?;
-        Ok(())
-    }
-
-    /// One strategy iteration: its metrics lines, an evaluation if one ran,
-    /// and a checkpoint every `checkpoint_interval` iterations and after the
-    /// last (the strategies gather every worker's memory on the same ones).
-    fn iteration<L: Learner + ?Sized>(
-        &mut self,
-        record: &IterationRecord,
-        learner: &L,
-        checkpoint_interval: u64,
-        last_iteration: u64,
-    ) -> Result<Control> {
-        let counters = record.counters();
-        let mut line = Record::new(
-            RecordKind::Iteration,
-            record.episodes,
-            record.env_steps,
-            self.wall(),
-        )
-        .field("iteration", record.iteration)
-        .field("strategy", record.strategy.as_str())
-        .field("workers", record.workers)
-        .scalars(record.scalars.iter().map(|(k, v)| (k.clone(), *v)));
-        if let Some(mean) = record.train_return_mean {
-            line = line.scalar("charts/episodic_return", mean);
-        }
-        if let Some(rate) = record.train_success_rate {
-            line = line.scalar("charts/success_rate", rate);
-        }
-        if let Some(winner) = record.winner {
-            line = line
-                .field("pool/winner", winner)
-                .field("pool/worker_eval_means", record.worker_eval_means.clone());
-        }
-        if let Some(settings) = &self.worker_settings {
-            line = line.field("pool/worker_settings", settings.clone());
-        }
-        if let (true, Some(first)) = (self.profile, record.profile.first()) {
-            let by_rank = |value: fn(&WorkerProfile) -> f64| -> Vec<f64> {
-                record.profile.iter().map(value).collect()
-            };
-            line = line
-                .field("time/compute_cpu_s", by_rank(|p| p.compute_cpu_s))
-                .field("time/comm_wall_s", by_rank(|p| p.comm_wall_s))
-                .field("time/all_reduces", first.all_reduces)
-                .field("time/all_reduce_values", first.all_reduce_values)
-                .field("time/other_collectives", first.other_collectives)
-                .field("time/other_bytes", first.other_bytes);
-        }
-        if let Some(selection) = &record.selection {
-            line = line.scalar("pool/selection_return_mean", selection.return_mean);
-            if let Some(rate) = selection.success_rate {
-                line = line.scalar("pool/selection_success_rate", rate);
-            }
-        }
-        self.metrics.write(&line)?;
-        let stop = match &record.eval {
-            Some(eval) => self.eval(counters, eval)?,
-            None => false,
-        };
-        // A stop comes at an evaluation, which `train.stop_at_target` made
-        // a checkpoint iteration too.
-        if record.iteration.is_multiple_of(checkpoint_interval)
-            || record.iteration == last_iteration
-        {
-            self.checkpoint(learner, counters, record.memories.as_deref())?;
-        }
-        self.progress
-            .advance(record.episodes, record.train_return_mean);
-        Ok(if stop {
-            Control::Stop
-        } else {
-            Control::Continue
-        })
-    }
-}
-
-/// Trains a single learner (no parallel strategy) and returns the summary.
-pub fn train_single(
-    cfg: &RunConfig,
-    run: &RunDir,
-    resume: Option<&Checkpoint>,
-    quiet: bool,
-) -> Result<Summary> {
-    let mut learner = make_learner(cfg, 0, 1.0)?;
-    let mut counters = Counters::default();
-    if let Some(ckpt) = resume {
-        restore(learner.as_mut(), ckpt)?;
-        counters = checkpoint_counters(ckpt);
-    }
-    let mut recorder = Recorder::new(cfg, RunDir::new(run.path()), resume, quiet)?;
-
-    while counters.episodes < cfg.train.episodes {
-        // Train up to the next evaluation or checkpoint boundary, whichever comes first.
-        let next_eval = next_multiple(counters.episodes, cfg.train.eval_every);
-        let next_ckpt = next_multiple(counters.episodes, cfg.train.checkpoint_every);
-        let chunk = next_eval.min(next_ckpt).min(cfg.train.episodes) - counters.episodes;
-        let report = learner.learn(chunk as usize)?;
-        for (i, (ret, len)) in report
-            .episode_returns
-            .iter()
-            .zip(&report.episode_lengths)
-            .enumerate()
-        {
-            counters.env_steps += len;
-            let mut record = Record::new(
-                RecordKind::Episode,
-                counters.episodes + i as u64 + 1,
-                counters.env_steps,
-                recorder.wall(),
-            )
-            .scalar("charts/episodic_return", *ret)
-            .scalar("charts/episodic_length", *len as f64);
-            if let Some(success) = report.episode_successes.get(i) {
-                record = record.scalar("charts/success", f64::from(u8::from(*success)));
-            }
-            recorder.metrics.write(&record)?;
-        }
-        counters.episodes += chunk;
-        counters.iteration += 1;
-        if !report.scalars.is_empty() {
-            let record = Record::new(
-                RecordKind::Update,
-                counters.episodes,
-                counters.env_steps,
-                recorder.wall(),
-            )
-            .scalars(report.scalars.iter().map(|(k, v)| (k.clone(), *v)));
-            recorder.metrics.write(&record)?;
-        }
-        let mut done = counters.episodes == cfg.train.episodes;
-        if counters.episodes % cfg.train.eval_every == 0 || done {
-            let eval = learner.evaluate(cfg.train.eval_episodes, eval_seed(cfg))?;
-            counters.eval_env_steps += shoal_parallel::eval_steps(&eval);
-            done |= recorder.eval(counters, &eval)?;
-        }
-        if counters.episodes % cfg.train.checkpoint_every == 0 || done {
-            recorder.checkpoint(learner.as_ref(), counters, None)?;
-        }
-        recorder
-            .progress
-            .advance(counters.episodes, report.episode_returns.last().copied());
-        if done {
-            break;
-        }
-    }
-    recorder.progress.finish();
-    let wall = recorder.wall();
-    finish_run(cfg, run, learner.as_mut(), counters, wall)
-}
-
-/// Every worker's replay memory in a checkpoint, by rank (empty: none).
-fn worker_memories(ckpt: &Checkpoint) -> Result<Vec<Vec<u8>>> {
-    let names: Vec<&str> = ckpt.blob_names().collect();
-    let mut memories = Vec::new();
-    while names.contains(&memory_blob(memories.len()).as_str()) {
-        memories.push(ckpt.blob(&memory_blob(memories.len()))?.to_vec());
-    }
-    Ok(memories)
-}
-
-/// Loads a checkpoint's state (and memory, if it holds one) into `learner`.
-fn restore<L: Learner + ?Sized>(learner: &mut L, ckpt: &Checkpoint) -> Result<()> {
-    learner.load_state(ckpt.blob(STATE_BLOB)?)?;
-    if ckpt.blob_names().any(|name| name == MEMORY_BLOB) {
-        learner.load_memory(ckpt.blob(MEMORY_BLOB)?)?;
-    }
-    Ok(())
-}
-
-fn checkpoint_counters(ckpt: &Checkpoint) -> Counters {
-    let p = ckpt.progress();
-    let eval_env_steps = ckpt
-        .meta()
-        .extra
-        .get("eval_env_steps")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
-    Counters {
-        iteration: p.iteration,
-        episodes: p.episodes,
-        env_steps: p.env_steps,
-        eval_env_steps,
-    }
-}
-
-/// The body every rank runs in a parallel run.
-fn train_parallel<L, S, M, F>(
-    plan: &Plan,
-    comm: &dyn Communicator,
-    claimed: &Mutex<Option<OpenRun>>,
-    make_learner: &M,
-    make_strategy: &F,
-) -> Result<Option<(PathBuf, Summary)>>
-where
-    L: Learner,
-    S: Strategy<L>,
-    M: Fn(&RunConfig, usize) -> Result<L>,
-    F: Fn(&StrategySetup<'_>) -> Result<S>,
-{
-    let cfg = &plan.cfg;
-    // Rank 0 alone touches the file system; the others learn whether it could.
-    let mut setup = None;
-    let mut status = vec![1u8];
-    if comm.is_root() {
-        let claimed = claimed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        match claimed
-            .map_or_else(|| open_run(plan), Ok)
-            .and_then(|(run, ckpt)| {
-                let recorder =
-                    Recorder::new(cfg, RunDir::new(run.path()), ckpt.as_ref(), plan.quiet)?;
-                Ok((run, ckpt, recorder))
-            }) {
-            Ok(s) => setup = Some(s),
-            Err(e) => {
-                status[0] = 0;
-                comm.broadcast_bytes(&mut status, 0)?;
-                return Err(e);
-            }
-        }
-    }
-    comm.broadcast_bytes(&mut status, 0)?;
-    if status[0] == 0 {
-        return Err(Error::Comm(
-            "rank 0 could not set up the run directory".into(),
-        ));
-    }
-
-    let workers = comm.size() as u64;
-    let per_worker = cfg.parallel.episodes_per_iteration.max(1) as u64;
-    let eval_interval = (cfg.train.eval_every / (per_worker * workers)).max(1);
-    let schedule = StrategySetup {
-        cfg,
-        rank: comm.rank(),
-        workers: comm.size(),
-        iterations: cfg.train.episodes.div_ceil(per_worker * workers).max(1),
-        episodes_per_iteration: per_worker as usize,
-        eval_interval,
-        // A run that may stop at any evaluation checkpoints at each, with
-        // every worker's memory, so where it stops it can be resumed.
-        checkpoint_interval: match cfg.train.stop_at_target {
-            true => eval_interval,
-            false => (cfg.train.checkpoint_every / (per_worker * workers)).max(1),
-        },
-        eval_seed: eval_seed(cfg),
-    };
-    let mut strategy = make_strategy(&schedule)?;
-    if strategy.name() != cfg.parallel.strategy.name() {
-        return Err(Error::Config(format!(
-            "the strategy calls itself `{}` but parallel.strategy is `{}`; give both one name",
-            strategy.name(),
-            cfg.parallel.strategy
-        )));
-    }
-    let mut learner = make_learner(cfg, comm.rank())?;
-    // The strategies hand each rank its own replay memory back from rank 0.
-    let resume = match &setup {
-        Some((_, Some(ckpt), _)) => Resume {
-            counters: checkpoint_counters(ckpt),
-            state: Some(ckpt.blob(STATE_BLOB)?.to_vec()),
-            memories: worker_memories(ckpt)?,
-        },
-        _ => Resume::default(),
-    };
-    let mut recorder = setup.as_mut().map(|(_, _, recorder)| recorder);
-    let (checkpoint_interval, iterations) = (schedule.checkpoint_interval, schedule.iterations);
-    let outcome = strategy.resume(
-        comm,
-        &mut learner,
-        &resume,
-        &mut |record: &IterationRecord, learner: &L| -> Result<Control> {
-            let recorder = recorder.as_mut().expect("the callback runs on rank 0");
-            recorder.iteration(record, learner, checkpoint_interval, iterations)
-        },
-    )?;
-    let Some((run, _, mut recorder)) = setup else {
-        return Ok(None);
-    };
-    recorder.progress.finish();
-    let wall = recorder.wall();
-    let summary = finish_run(cfg, &run, &mut learner, outcome.counters, wall)?;
-    Ok(Some((run.path().to_path_buf(), summary)))
-}
-
-/// Final frozen-policy evaluation and `summary.json`, plus reference numbers
-/// for the task (the worm's best travelling-wave gait).
-pub fn finish_run<L: Learner + ?Sized>(
-    cfg: &RunConfig,
-    run: &RunDir,
-    learner: &mut L,
-    counters: Counters,
-    wall_s: f64,
-) -> Result<Summary> {
-    let eval = learner.evaluate(cfg.train.final_eval_episodes, eval_seed(cfg))?;
-    let mut summary = Summary {
-        episodes: counters.episodes,
-        env_steps: counters.env_steps,
-        wall_s,
-        ..Summary::default()
-    }
-    .eval(eval.episodes as u64, eval.return_mean, eval.success_rate)
-    .extra("eval_return_std", eval.return_std)
-    .extra("workers", cfg.parallel.workers)
-    .extra("strategy", cfg.parallel.strategy.name());
-    if cfg.train.stop_at_target {
-        summary = summary.extra("stopped_at_target", counters.episodes < cfg.train.episodes);
-    }
-    if let Some(gait) = worm_gait(cfg) {
-        summary = summary
-            .extra("gait_return", gait.episode_return)
-            .extra("gait_speed", gait.speed)
-            .extra(
-                "gait",
-                json!({"amplitude": gait.amplitude, "omega": gait.omega, "phase": gait.phase}),
-            );
-        if gait.episode_return > 0.0 {
-            summary = summary.extra(
-                "return_ratio_to_gait",
-                eval.return_mean / gait.episode_return,
-            );
-        }
-    }
-    let gait_return = summary.extra.get("gait_return").and_then(|v| v.as_f64());
-    if let Some(target) = run_target(cfg, gait_return) {
-        let reached = target.first_reached(&read_metrics(run.path())?);
-        summary = summary.target(&target, reached, cfg.parallel.workers as u64);
-    }
-    summary.write(run.path())?;
-    Ok(summary)
-}
-
-/// The best travelling-wave gait of a worm run's worm, its reference.
-/// The gait search may find nothing on an unusual worm: the run then goes
-/// without the reference rather than failing.
-fn worm_gait(cfg: &RunConfig) -> Option<shoal_env::GaitReference> {
-    match &cfg.env {
-        EnvConfig::Worm(worm) => shoal_env::try_best_travelling_wave(worm, cfg.seed).ok(),
-        _ => None,
-    }
-}
-
-const NO_STOP_TARGET: &str =
-    "train.stop_at_target needs a target: set train.target_success or train.target_return";
-
-/// The run's target: `train.target_success` (default 0.9 on goal tasks),
-/// else `train.target_return` (default `gait_return`, the worm's gait's
-/// return); `None` where neither applies.
-fn run_target(cfg: &RunConfig, gait_return: Option<f64>) -> Option<Target> {
-    let goal_task = matches!(
-        cfg.env,
-        EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_) | EnvConfig::PointGoal(_)
-    );
-    let success = cfg
-        .train
-        .target_success
-        .or(goal_task.then_some(DEFAULT_TARGET_SUCCESS));
-    if let Some(value) = success {
-        return Some(Target {
-            metric: "eval/success_rate".into(),
-            value,
-        });
-    }
-    cfg.train.target_return.or(gait_return).map(|value| Target {
-        metric: "eval/return_mean".into(),
-        value,
-    })
-}
-
-/// The success rate goal tasks are trained to by default (OpenAI
-/// baselines' HER plots read "solved" there).
-const DEFAULT_TARGET_SUCCESS: f64 = 0.9;
-
-/// The smallest multiple of `every` strictly greater than `n`.
-fn next_multiple(n: u64, every: u64) -> u64 {
-    let every = every.max(1);
-    (n / every + 1) * every
-}
-
-/// Checks `cfg` against the config stored with a checkpoint; only the keys
-/// of [`RESUME_MAY_CHANGE`] may differ on resume.
-pub fn check_resume_config(ckpt: &Checkpoint, cfg: &RunConfig) -> Result<()> {
-    config_must_match(ckpt.config(), ckpt.dir(), cfg)
-}
-
-/// `cfg` against the config text saved at `origin`, outside
-/// [`RESUME_MAY_CHANGE`].
-/// Settings a resume may change: the budget and schedule (`train.*`), and
-/// what only watches the run — how long a silent worker is waited for, and
-/// whether iteration lines carry the workers' profiles.
-pub const RESUME_MAY_CHANGE: &[&str] = &["train", "parallel.timeout_s", "parallel.profile"];
-
-fn config_must_match(saved: &str, origin: &Path, cfg: &RunConfig) -> Result<()> {
-    // A config an earlier version wrote is compared as today reads it:
-    // renamed keys migrated, keys added since at their defaults.
-    let today = RunConfig::from_toml(saved, "saved config").map(|c| c.to_toml());
-    let saved = today.as_deref().unwrap_or(saved);
-    shoal_eval::check_config_matches(saved, &cfg.to_toml(), RESUME_MAY_CHANGE)
-        .map_err(|e| in_context(&format!("cannot resume from {}", origin.display()), e))
 }
 
 /// A run's config and the learner state of its latest checkpoint.
@@ -1133,6 +440,8 @@ pub fn load_run(run_dir: &std::path::Path) -> Result<(RunConfig, Box<dyn Gradien
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn pool_of(workers: usize, extra: &[&str]) -> Result<RunConfig> {

@@ -40,7 +40,7 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
-    Result, Space, derive_seed, rng_from_seed,
+    Result, Space, StopFlag, derive_seed, rng_from_seed,
 };
 use shoal_policy::{Actor, NoiseKind, Normalizer};
 
@@ -692,6 +692,7 @@ impl<E: GoalEnv> Ddpg<E> {
         episodes: usize,
         reducer: &mut dyn MeanReducer,
         averaged: bool,
+        stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
         if averaged && self.config.train_every == TrainEvery::Step {
             return Err(Error::Config(
@@ -703,6 +704,17 @@ impl<E: GoalEnv> Ddpg<E> {
         let mut report = LearnReport::default();
         let mut tally = Tally::default();
         for _ in 0..episodes {
+            // A stop waits for the end of the cycle, where the normalisers
+            // are synced and the networks trained: no half-cycle is saved.
+            let cycle_start = match self.config.train_every {
+                TrainEvery::Cycle => self
+                    .episodes
+                    .is_multiple_of(self.config.episodes_per_cycle as u64),
+                TrainEvery::Episode | TrainEvery::Step => true,
+            };
+            if cycle_start && stop.is_some_and(StopFlag::is_requested) {
+                break;
+            }
             let (episode, undiscounted, success) = self.collect_episode(reducer, &mut tally)?;
             report.episode_returns.push(undiscounted);
             report.episode_lengths.push(episode.len() as u64);
@@ -753,7 +765,11 @@ impl<E: GoalEnv> Ddpg<E> {
 
 impl<E: GoalEnv> Learner for Ddpg<E> {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
-        self.learn_with(episodes, &mut Alone, false)
+        self.learn_with(episodes, &mut Alone, false, None)
+    }
+
+    fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
+        self.learn_with(episodes, &mut Alone, false, Some(stop))
     }
     fn policy(&self) -> Option<Box<dyn Policy>> {
         Some(Box::new(self.frozen_policy()))
@@ -862,7 +878,7 @@ impl<E: GoalEnv> GradientLearner for Ddpg<E> {
         episodes: usize,
         reducer: &mut dyn MeanReducer,
     ) -> Result<LearnReport> {
-        self.learn_with(episodes, reducer, true)
+        self.learn_with(episodes, reducer, true, None)
     }
 }
 

@@ -56,7 +56,7 @@ use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Result,
-    Space, derive_seed, rng_from_seed,
+    Space, StopFlag, derive_seed, rng_from_seed,
 };
 use shoal_policy::{ActionNoise, NoiseKind, Normalizer};
 
@@ -1167,14 +1167,21 @@ impl<E: GoalEnv> Hac<E> {
         Ok(())
     }
 
+    /// Trains `episodes` episodes (fewer if `stop` is requested: every
+    /// episode trains every level before the next, so any episode is a
+    /// clean stop point).
     fn learn_with(
         &mut self,
         episodes: usize,
         reducer: &mut dyn MeanReducer,
+        stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
         let mut report = LearnReport::default();
         let mut tallies = vec![Tally::default(); self.config.levels];
         for _ in 0..episodes {
+            if stop.is_some_and(StopFlag::is_requested) {
+                break;
+            }
             let outcome = self.collect_episode()?;
             report.episode_returns.push(outcome.undiscounted);
             report.episode_lengths.push(outcome.steps);
@@ -1277,7 +1284,11 @@ impl<E: GoalEnv> Hac<E> {
 
 impl<E: GoalEnv> Learner for Hac<E> {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
-        self.learn_with(episodes, &mut Alone)
+        self.learn_with(episodes, &mut Alone, None)
+    }
+
+    fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
+        self.learn_with(episodes, &mut Alone, Some(stop))
     }
 
     /// Every level deterministic, no subgoal tests, nothing stored, on the
@@ -1364,7 +1375,7 @@ impl<E: GoalEnv> GradientLearner for Hac<E> {
         episodes: usize,
         reducer: &mut dyn MeanReducer,
     ) -> Result<LearnReport> {
-        self.learn_with(episodes, reducer)
+        self.learn_with(episodes, reducer, None)
     }
 }
 

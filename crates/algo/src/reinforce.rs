@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result,
-    RolloutLearner, Space, derive_seed, evaluate_policy, rng_from_seed,
+    RolloutLearner, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed,
 };
 use shoal_policy::{
     Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
@@ -398,10 +398,13 @@ impl<E: Env> Reinforce<E> {
         &mut self,
         episodes: usize,
         reducer: &mut dyn MeanReducer,
+        stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
         let mut report = LearnReport::default();
         let mut remaining = episodes;
-        while remaining > 0 {
+        // A stop waits for the batch in hand: an update's batch is the
+        // same whether or not the run was interrupted.
+        while remaining > 0 && !stop.is_some_and(StopFlag::is_requested) {
             let batch = remaining.min(self.config.episodes_per_update);
             let (rollouts, collected) = self.collect(batch)?;
             report.extend(collected);
@@ -418,7 +421,11 @@ impl<E: Env> Reinforce<E> {
 
 impl<E: Env> Learner for Reinforce<E> {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
-        self.learn_with(episodes, &mut Alone)
+        self.learn_with(episodes, &mut Alone, None)
+    }
+
+    fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
+        self.learn_with(episodes, &mut Alone, Some(stop))
     }
     fn policy(&self) -> Option<Box<dyn shoal_core::Policy>> {
         Some(Box::new(self.frozen_policy()))
@@ -485,7 +492,7 @@ impl<E: Env> GradientLearner for Reinforce<E> {
         episodes: usize,
         reducer: &mut dyn MeanReducer,
     ) -> Result<LearnReport> {
-        self.learn_with(episodes, reducer)
+        self.learn_with(episodes, reducer, None)
     }
 }
 

@@ -66,6 +66,11 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The run stopped early because a stop was requested (SIGINT, SIGTERM
+    /// or a [`StopFlag`](crate::StopFlag)); the message says what was saved
+    /// and how to continue.
+    #[error("interrupted: {0}")]
+    Interrupted(String),
 }
 
 impl Error {

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Env, Result};
+use crate::{Env, Result, StopFlag};
 
 /// A frozen policy: a deterministic map from observation to action.
 ///
@@ -152,6 +152,18 @@ impl MeanReducer for Alone {
 pub trait Learner {
     /// Trains for `episodes` episodes of its own environment.
     fn learn(&mut self, episodes: usize) -> Result<LearnReport>;
+    /// Trains like [`Learner::learn`], but returns early, at the first point
+    /// where stopping changes nothing about what follows (an episode, or a
+    /// batch of episodes that one update uses), once `stop` is requested.
+    /// The report then holds the episodes done so far. Learning the rest
+    /// later with `learn` continues exactly as one call would have, though
+    /// the losses of the two parts are reported apart.
+    ///
+    /// Default: no earlier stop point than the whole stretch.
+    fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
+        let _ = stop;
+        self.learn(episodes)
+    }
     /// Runs `episodes` episodes with the policy frozen (deterministic actions,
     /// no updates) on an evaluation environment seeded from `seed`.
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport>;
@@ -262,6 +274,9 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
 impl<L: Learner + ?Sized> Learner for Box<L> {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
         (**self).learn(episodes)
+    }
+    fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
+        (**self).learn_until(episodes, stop)
     }
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
         (**self).evaluate(episodes, seed)

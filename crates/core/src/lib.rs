@@ -43,6 +43,7 @@ mod error;
 mod learner;
 mod seeding;
 mod space;
+mod stop;
 
 pub use env::{Env, GoalEnv, Info, Step, TimeLimit};
 pub use error::{Error, Result};
@@ -52,6 +53,7 @@ pub use learner::{
 };
 pub use seeding::{derive_seed, rng_from_seed};
 pub use space::Space;
+pub use stop::StopFlag;
 
 /// The README's example, compiled and run with the doctests.
 #[cfg(doctest)]

@@ -4,7 +4,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, EvalReport, LearnReport, Learner, Result};
+use shoal_core::{Error, EvalReport, LearnReport, Learner, Result, StopFlag};
 
 use crate::comm::{Communicator, comm_error};
 use crate::profile::{Measured, TimedComm, WorkerProfile};
@@ -142,14 +142,20 @@ pub trait Strategy<L: Learner + ?Sized> {
                 )));
             }
             ctx.counters = record.counters();
-            let memories = due(
-                self.memory_interval(),
-                ctx.counters.iteration,
-                ctx.iterations,
-            );
+            if let Some(stop) = &from.stop {
+                record.stop_requested =
+                    share(comm, comm.is_root().then(|| Ok(stop.is_requested())))?;
+            }
+            let memories = record.stop_requested
+                || due(
+                    self.memory_interval(),
+                    ctx.counters.iteration,
+                    ctx.iterations,
+                );
             let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
+            let stop_requested = record.stop_requested;
             last = Some(record);
-            if control == Control::Stop {
+            if control == Control::Stop || stop_requested {
                 stopped_early = ctx.counters.iteration < ctx.iterations;
                 break;
             }
@@ -385,6 +391,12 @@ pub struct Resume {
     /// strategies whose workers keep their own (pool, averaging); empty to
     /// keep each learner's memory as it is. Its length must be the world size.
     pub memories: Vec<Vec<u8>>,
+    /// Rank 0's stop request (SIGINT, SIGTERM): when raised, the iteration
+    /// under way finishes, every worker's memory is gathered, rank 0's
+    /// callback sees [`IterationRecord::stop_requested`] and the run ends on
+    /// every rank. `None` (the default) costs nothing; with a flag, each
+    /// iteration shares rank 0's answer in one one-byte broadcast.
+    pub stop: Option<StopFlag>,
 }
 
 /// One iteration of a strategy, as rank 0 reports it (one line of `metrics.jsonl`).
@@ -440,6 +452,11 @@ pub struct IterationRecord {
     /// and takes no part in comparing records; rank 0 alone holds it.
     #[serde(skip)]
     pub profile: Measured<Vec<WorkerProfile>>,
+    /// A stop was requested on rank 0 ([`Resume::stop`]): the run ends after
+    /// this iteration, and [`IterationRecord::memories`] holds every
+    /// worker's memory for the checkpoint that lets it continue.
+    #[serde(skip)]
+    pub stop_requested: bool,
 }
 
 impl IterationRecord {
@@ -470,6 +487,7 @@ impl IterationRecord {
             scalars: Vec::new(),
             memories: None,
             profile: Measured::default(),
+            stop_requested: false,
         }
     }
 
@@ -1175,6 +1193,7 @@ mod tests {
                 counters,
                 state: comm.is_root().then(|| state.clone()),
                 memories: Vec::new(),
+                ..Resume::default()
             };
             let mut pool = Pool::new(config.clone());
             let summary = pool.resume(comm, &mut learner, &resume, &mut keep_going)?;
@@ -1232,6 +1251,7 @@ mod tests {
                 } else {
                     Vec::new()
                 },
+                ..Resume::default()
             };
             GradientAveraging::new(config.clone()).resume(
                 comm,
@@ -1285,6 +1305,7 @@ mod tests {
                 counters,
                 state: Some(saved.save_state()),
                 memories: Vec::new(),
+                ..Resume::default()
             };
             let config = GatherConfig::default()
                 .iterations(6)

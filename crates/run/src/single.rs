@@ -1,0 +1,114 @@
+//! The single-learner loop: train up to the next evaluation or checkpoint,
+//! record, repeat; stop cleanly when asked.
+
+use shoal_core::{Learner, Result, StopFlag};
+use shoal_eval::{Checkpoint, Record, RecordKind, Summary};
+use shoal_parallel::Counters;
+
+use crate::finish::{finish_run, interrupted};
+use crate::recorder::{Recorder, checkpoint_counters, eval_seed, restore};
+use crate::spec::RunSpec;
+
+/// Trains `learner` alone in the claimed run of `recorder` and returns the summary.
+pub(crate) fn train_single<L: Learner + ?Sized>(
+    spec: &RunSpec,
+    learner: &mut L,
+    mut recorder: Recorder,
+    resume: Option<&Checkpoint>,
+    stop: &StopFlag,
+) -> Result<Summary> {
+    let train = &spec.train;
+    let mut counters = Counters::default();
+    if let Some(ckpt) = resume {
+        restore(learner, ckpt)?;
+        counters = checkpoint_counters(ckpt);
+    }
+    while counters.episodes < train.episodes {
+        // Train up to the next evaluation or checkpoint boundary, whichever
+        // comes first; a stop request may end the stretch early.
+        let next_eval = next_multiple(counters.episodes, train.eval_every);
+        let next_ckpt = next_multiple(counters.episodes, train.checkpoint_every);
+        let chunk = next_eval.min(next_ckpt).min(train.episodes) - counters.episodes;
+        let report = learner.learn_until(chunk as usize, stop)?;
+        for (i, (ret, len)) in report
+            .episode_returns
+            .iter()
+            .zip(&report.episode_lengths)
+            .enumerate()
+        {
+            counters.env_steps += len;
+            let mut record = Record::new(
+                RecordKind::Episode,
+                counters.episodes + i as u64 + 1,
+                counters.env_steps,
+                recorder.wall(),
+            )
+            .scalar("charts/episodic_return", *ret)
+            .scalar("charts/episodic_length", *len as f64);
+            if let Some(success) = report.episode_successes.get(i) {
+                record = record.scalar("charts/success", f64::from(u8::from(*success)));
+            }
+            recorder.metrics.write(&record)?;
+        }
+        let done_now = report.episode_returns.len() as u64;
+        counters.episodes += done_now;
+        if done_now < chunk {
+            // Stopped inside the stretch: what was learned so far is saved
+            // and the rest of the stretch is learned after `--resume`.
+            if done_now > 0 && !report.scalars.is_empty() {
+                write_update(&mut recorder, counters, &report.scalars)?;
+            }
+            // Written even when nothing was learned: the last stretch may
+            // have ended at an evaluation that was no checkpoint.
+            recorder.checkpoint(learner, counters, None)?;
+            return interrupted(spec, &mut recorder, counters);
+        }
+        counters.iteration += 1;
+        if !report.scalars.is_empty() {
+            write_update(&mut recorder, counters, &report.scalars)?;
+        }
+        let mut done = counters.episodes == train.episodes;
+        if counters.episodes % train.eval_every == 0 || done {
+            let eval = learner.evaluate(train.eval_episodes, eval_seed(spec.seed))?;
+            counters.eval_env_steps += shoal_parallel::eval_steps(&eval);
+            done |= recorder.eval(counters, &eval)?;
+        }
+        let stopping = stop.is_requested() && !done;
+        if counters.episodes % train.checkpoint_every == 0 || done || stopping {
+            recorder.checkpoint(learner, counters, None)?;
+        }
+        recorder
+            .progress
+            .advance(counters.episodes, report.episode_returns.last().copied());
+        if stopping {
+            return interrupted(spec, &mut recorder, counters);
+        }
+        if done {
+            break;
+        }
+    }
+    recorder.progress.finish();
+    let wall = recorder.wall();
+    finish_run(spec, &mut recorder, learner, counters, wall)
+}
+
+fn write_update(
+    recorder: &mut Recorder,
+    counters: Counters,
+    scalars: &[(String, f64)],
+) -> Result<()> {
+    let record = Record::new(
+        RecordKind::Update,
+        counters.episodes,
+        counters.env_steps,
+        recorder.wall(),
+    )
+    .scalars(scalars.iter().map(|(k, v)| (k.clone(), *v)));
+    recorder.metrics.write(&record)
+}
+
+/// The smallest multiple of `every` strictly greater than `n`.
+fn next_multiple(n: u64, every: u64) -> u64 {
+    let every = every.max(1);
+    (n / every + 1) * every
+}
