@@ -24,6 +24,7 @@ use shoal_policy::{
 };
 
 use crate::check;
+use crate::versioned::Format;
 
 /// What the advantage subtracts from the return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +147,20 @@ struct ReinforceState {
     env_steps: u64,
 }
 
+/// The saved state's header: bumped whenever [`ReinforceState`] changes.
+const STATE_FORMAT: Format = Format {
+    name: "REINFORCE state",
+    magic: *b"shoalRFS",
+    version: 1,
+};
+
+/// The shape a saved state was written for: observation and action sizes.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct StateDims {
+    observation: u64,
+    action: u64,
+}
+
 /// A REINFORCE agent on its own environment.
 pub struct Reinforce<E: Env> {
     config: ReinforceConfig,
@@ -209,6 +224,13 @@ impl<E: Env> Reinforce<E> {
     /// The hyperparameters.
     pub fn config(&self) -> &ReinforceConfig {
         &self.config
+    }
+
+    fn state_dims(&self) -> StateDims {
+        StateDims {
+            observation: self.obs_dim as u64,
+            action: self.act_dim as u64,
+        }
     }
 
     /// Episodes trained so far (survives save/load).
@@ -437,19 +459,26 @@ impl<E: Env> Learner for Reinforce<E> {
     }
 
     fn save_state(&self) -> Vec<u8> {
-        postcard::to_stdvec(&ReinforceState {
-            policy: self.policy.save_state(),
-            value: self.value.save_state(),
-            running_mean: self.running_mean,
-            episodes: self.episodes,
-            env_steps: self.env_steps,
-        })
-        .expect("serialising plain vectors cannot fail")
+        STATE_FORMAT.write(
+            &self.state_dims(),
+            &ReinforceState {
+                policy: self.policy.save_state(),
+                value: self.value.save_state(),
+                running_mean: self.running_mean,
+                episodes: self.episodes,
+                env_steps: self.env_steps,
+            },
+        )
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let state: ReinforceState = postcard::from_bytes(bytes)
-            .map_err(|e| Error::Shape(format!("REINFORCE state is unreadable: {e}")))?;
+        let state: ReinforceState = if bytes.starts_with(&STATE_FORMAT.magic) {
+            STATE_FORMAT.read(bytes, &self.state_dims())?.0
+        } else {
+            // Written before the state had a header (format 0): the same
+            // fields, bare; a wrong shape is still caught by the networks.
+            postcard::from_bytes(bytes).map_err(|e| STATE_FORMAT.unreadable(&e.to_string()))?
+        };
         let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
         policy.load_state(&state.policy)?;
         value.load_state(&state.value)?;
@@ -837,5 +866,54 @@ mod tests {
             GradientLearner::parameters(&agent),
             "a failed load changes nothing"
         );
+    }
+
+    #[test]
+    fn states_carry_a_version_and_older_bare_states_still_load() {
+        let mut trained = toy(3, fast());
+        trained.learn(16).unwrap();
+        let state = trained.save_state();
+        assert!(state.starts_with(b"shoalRFS"), "the header leads");
+
+        // Before the header, a state was the fields alone: it still loads.
+        let bare = postcard::to_stdvec(&ReinforceState {
+            policy: trained.policy.save_state(),
+            value: trained.value.save_state(),
+            running_mean: trained.running_mean,
+            episodes: trained.episodes,
+            env_steps: trained.env_steps,
+        })
+        .unwrap();
+        let (mut from_bare, mut from_versioned) = (toy(0, fast()), toy(0, fast()));
+        from_bare.load_state(&bare).unwrap();
+        from_versioned.load_state(&state).unwrap();
+        assert_eq!(from_bare.episodes(), 16);
+        assert!(
+            GradientLearner::parameters(&from_bare) == GradientLearner::parameters(&trained),
+            "the bare state restores the networks"
+        );
+        assert!(
+            from_bare.learn(8).unwrap() == from_versioned.learn(8).unwrap(),
+            "and trains on as the versioned one does"
+        );
+
+        // A later format is refused in one line, naming both versions.
+        let mut future = state.clone();
+        future[8] = 2; // postcard's varint of the version, right after the magic
+        assert_eq!(
+            toy(0, fast()).load_state(&future).unwrap_err().to_string(),
+            "shape mismatch: REINFORCE state has format version 2, this build reads version 1"
+        );
+        // So is a state of another task's shape.
+        let env = || {
+            PointReach::new(PointReachConfig {
+                dim: 2,
+                ..PointReachConfig::default()
+            })
+            .unwrap()
+        };
+        let mut other = Reinforce::new(fast(), env(), env(), 0).unwrap();
+        let err = other.load_state(&state).unwrap_err().to_string();
+        assert!(err.contains("REINFORCE state holds"), "{err}");
     }
 }

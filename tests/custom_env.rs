@@ -1,0 +1,63 @@
+//! An env defined outside shoal-env (`examples/custom_env.rs`, a two-link
+//! reacher) trains with DDPG + HER through the runtime library: its run
+//! directory is plotted and evaluated by `shoal`, and a resumed run equals
+//! an uninterrupted one, record for record.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{records, scratch, shoal};
+
+/// The example binary, which `cargo test` builds beside the test binaries.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    profile_dir.join("examples").join("custom_env")
+}
+
+fn run_example(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(example())
+        .args(args)
+        .args(["--eval-every", "20"])
+        .current_dir(dir)
+        .output()
+        .expect("the example runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn an_env_from_outside_trains_checkpoints_and_resumes_exactly() {
+    let dir = scratch("custom-env");
+    let whole = run_example(&dir, &["--episodes", "60", "--out", "whole"]);
+    run_example(&dir, &["--episodes", "20", "--out", "split"]);
+    let resumed = run_example(&dir, &["--episodes", "60", "--resume", "split"]);
+    assert_eq!(records(&dir.join("split")), records(&dir.join("whole")));
+    let summary = |text: &str| {
+        let mut s: serde_json::Value = serde_json::from_str(text).unwrap();
+        s.as_object_mut()
+            .unwrap()
+            .retain(|k, _| !k.starts_with("wall_s"));
+        s
+    };
+    assert_eq!(summary(&resumed), summary(&whole));
+    assert_eq!(summary(&whole)["episodes"], 60);
+    assert!(summary(&whole)["eval_success_rate"].is_number());
+    // A refused resume: the run's own config, not another seed's.
+    let out = Command::new(example())
+        .args(["--episodes", "80", "--seed", "1", "--resume", "whole"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    common::assert_clean_failure(&out, "cannot resume from");
+    // shoal's own tools read the run directory.
+    let plot = shoal(&["plot", "whole"], &dir);
+    assert!(plot.status.success(), "{}", common::stderr(&plot));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
