@@ -90,6 +90,7 @@
 
 #![deny(missing_docs)]
 
+mod canvas;
 mod checkpoint;
 mod compare;
 mod config_check;
@@ -116,9 +117,9 @@ pub use plot::{
     ScalingCurves, ScalingPoint, plot_runs, plot_scaling,
 };
 pub use render::{
-    ArmFrameInput, ArmLayout, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, Scene,
-    Shape, Trail, View, WormFrameInput, arm_scene, render_arm, render_arm_with, render_gif,
-    render_worm, render_worm_with, worm_scene,
+    ArmFrameInput, ArmLayout, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, RgbImage,
+    Scene, Shape, Trail, View, WormFrameInput, arm_scene, draw_frame, render_arm, render_arm_with,
+    render_gif, render_worm, render_worm_with, worm_scene,
 };
 pub use run_dir::{CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, PLOTS_DIR, RunDir, SUMMARY_FILE};
 pub use summary::{Summary, Target, TargetReached};

@@ -2,18 +2,12 @@
 //!
 //! An env that renders records one frame input per reset and step (the
 //! trails need the episode so far) and, when asked for a picture, has
-//! shoal-eval draw the scene's last frame. shoal-eval's public entry point
-//! writes pictures to files, so the frame goes through a PNG in the
-//! temporary directory and is decoded back; a frame is a few milliseconds
-//! either way.
-
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+//! shoal-eval draw the scene's last frame in memory.
 
 use shoal_core::{Error, Result};
 use shoal_env::arm::ArmObs;
 use shoal_eval::{
-    ArmFrameInput, ArmLayout, RenderOptions, WormFrameInput, arm_scene, render_gif, worm_scene,
+    ArmFrameInput, ArmLayout, RenderOptions, WormFrameInput, arm_scene, draw_frame, worm_scene,
 };
 
 /// An RGB picture, row-major, 3 bytes per pixel.
@@ -90,41 +84,11 @@ impl Recording {
         let Some(last) = frames.last() else {
             return Err(Error::NeedsReset);
         };
-        let (gif, png) = scratch_paths();
-        let drawn = render_gif(&scene, std::slice::from_ref(last), &gif, &png, options.fps)
-            .and_then(|()| {
-                std::fs::read(&png).map_err(|e| Error::io(png.display().to_string(), e))
-            });
-        // The files are scratch: remove them whatever happened.
-        let _ = std::fs::remove_file(&gif);
-        let _ = std::fs::remove_file(&png);
-        decode_png(&drawn?).map_err(|reason| Error::file(&png, reason))
+        let image = draw_frame(&scene, last)?;
+        Ok(Image {
+            height: image.height as usize,
+            width: image.width as usize,
+            rgb: image.rgb,
+        })
     }
-}
-
-/// A GIF and a PNG path in the temporary directory no other render uses.
-fn scratch_paths() -> (PathBuf, PathBuf) {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let stem = std::env::temp_dir().join(format!("shoal-envs-frame-{}-{n}", std::process::id()));
-    (stem.with_extension("gif"), stem.with_extension("png"))
-}
-
-fn decode_png(bytes: &[u8]) -> std::result::Result<Image, String> {
-    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
-    let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
-    let mut rgb = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut rgb).map_err(|e| e.to_string())?;
-    if info.color_type != png::ColorType::Rgb || info.bit_depth != png::BitDepth::Eight {
-        return Err(format!(
-            "expected an 8-bit RGB frame, got {:?} at {:?}",
-            info.color_type, info.bit_depth
-        ));
-    }
-    rgb.truncate(info.buffer_size());
-    Ok(Image {
-        height: info.height as usize,
-        width: info.width as usize,
-        rgb,
-    })
 }

@@ -7,8 +7,8 @@ use plotters::prelude::*;
 use shoal_core::{Error, Result};
 
 use super::series::Points;
+use crate::canvas::png_bytes;
 use crate::fsio::atomic_write;
-use crate::render::png_bytes;
 
 /// Width of every figure, in pixels.
 pub const PLOT_WIDTH: u32 = 1000;

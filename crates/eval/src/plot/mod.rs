@@ -7,9 +7,7 @@ mod series;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use plotters::style::{FontStyle, register_font};
 use shoal_core::{Error, Result};
 
 pub use draw::{PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH};
@@ -19,6 +17,7 @@ pub use figures::{
 };
 pub use scaling::{ScalingCurves, ScalingPoint, plot_scaling};
 
+use crate::canvas::register_embedded_font;
 use crate::fsio::create_dir_all;
 use crate::metrics::read_metrics;
 use crate::run_dir::{CONFIG_FILE, METRICS_FILE};
@@ -160,21 +159,6 @@ fn find_seed(config: &toml::Table) -> Option<i64> {
                 .filter_map(toml::Value::as_table)
                 .find_map(|table| table.get("seed").and_then(toml::Value::as_integer))
         })
-}
-
-/// Registers DejaVu Sans as plotters' "sans-serif" family, once per process.
-pub(crate) fn register_embedded_font() -> Result<()> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok = *REGISTERED.get_or_init(|| {
-        register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular()).is_ok()
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Config(
-            "the embedded plot font could not be loaded".into(),
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::path::Path;
 use shoal_core::Result;
 
 use super::draw::{Figure, Line, Panel, Weight, render};
-use super::register_embedded_font;
 use super::series::{Points, seed_band, thin_stride};
+use crate::canvas::register_embedded_font;
 
 /// Most points drawn per curve.
 const MAX_POINTS: usize = 400;

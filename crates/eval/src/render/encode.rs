@@ -187,24 +187,6 @@ fn changed_rect(a: &[u8], b: &[u8], width: usize) -> Option<(usize, usize, usize
     Some((left, top, right, last + 1))
 }
 
-/// A PNG file holding one RGB image.
-pub(crate) fn png_bytes(
-    width: u32,
-    height: u32,
-    rgb: &[u8],
-) -> Result<Vec<u8>, png::EncodingError> {
-    let mut bytes = Vec::new();
-    {
-        let mut encoder = png::Encoder::new(&mut bytes, width, height);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header()?;
-        writer.write_image_data(rgb)?;
-        writer.finish()?;
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,9 +22,8 @@ pub use tasks::{
     render_arm_with, render_worm, render_worm_with, worm_scene,
 };
 
+use crate::canvas::{png_bytes, register_embedded_font};
 use crate::fsio::{atomic_write, create_dir_all, parent_dir};
-use crate::plot::register_embedded_font;
-pub(crate) use encode::png_bytes;
 use encode::{GifBuilder, Palette};
 
 /// How long the last frame of a GIF stays up before the loop restarts, in
@@ -139,6 +138,53 @@ pub fn render_gif(
     }
     atomic_write(gif_path, &gif_bytes)?;
     atomic_write(png_path, &png)
+}
+
+/// One drawn picture: `height` rows of `width` RGB pixels, row-major.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RgbImage {
+    /// Pixels per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// `height × width × 3` bytes, red, green, blue.
+    pub rgb: Vec<u8>,
+}
+
+/// Draws one frame of `scene` in memory: what `render_gif` writes as a
+/// picture, for a caller that shows it itself (Gymnasium's
+/// `render_mode="rgb_array"`).
+///
+/// ```
+/// use shoal_eval::{Bounds, Frame, Rgb, Scene, Shape, View, draw_frame};
+/// let scene = Scene::new("a dot", 320, 240, vec![View::new("plane", Bounds::new([0.0, 0.0], [1.0, 1.0]))]);
+/// let mut frame = Frame::new("step 0", 1);
+/// frame.draw(0, Shape::Circle { centre: [0.5, 0.5], radius: 0.1, colour: Rgb::RED, filled: true });
+/// let image = draw_frame(&scene, &frame).unwrap();
+/// assert_eq!((image.width, image.height, image.rgb.len()), (320, 240, 320 * 240 * 3));
+/// assert!(image.rgb.chunks(3).any(|pixel| pixel == [214, 39, 40]), "the dot is drawn");
+/// ```
+pub fn draw_frame(scene: &Scene, frame: &Frame) -> Result<RgbImage> {
+    if scene.views.is_empty() {
+        return Err(Error::Config(
+            "a scene to draw needs at least one view".into(),
+        ));
+    }
+    if !(1..=65_535).contains(&scene.width) || !(1..=65_535).contains(&scene.height) {
+        return Err(Error::Config(format!(
+            "picture size {}x{} must be 1 to 65535 pixels each way",
+            scene.width, scene.height
+        )));
+    }
+    register_embedded_font()?;
+    let mut rgb = vec![0u8; scene.width as usize * scene.height as usize * 3];
+    raster::draw_frame(scene, frame, &mut rgb)
+        .map_err(|e| Error::Config(format!("could not draw the frame: {e}")))?;
+    Ok(RgbImage {
+        width: scene.width,
+        height: scene.height,
+        rgb,
+    })
 }
 
 /// `<stem>.png` beside `gif_path`, refusing a GIF path that already ends
