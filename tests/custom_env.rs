@@ -5,31 +5,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::{records, scratch, shoal};
 
-/// The example binary, which `cargo test` builds beside the test binaries.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    profile_dir.join("examples").join("custom_env")
-}
-
 fn run_example(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(example())
-        .args(args)
-        .args(["--eval-every", "20"])
-        .current_dir(dir)
-        .output()
-        .expect("the example runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::run_example("custom_env", dir, &[args, &["--eval-every", "20"]].concat())
 }
 
 #[test]
@@ -50,7 +32,7 @@ fn an_env_from_outside_trains_checkpoints_and_resumes_exactly() {
     assert_eq!(summary(&whole)["episodes"], 60);
     assert!(summary(&whole)["eval_success_rate"].is_number());
     // A refused resume: the run's own config, not another seed's.
-    let out = Command::new(example())
+    let out = Command::new(common::example("custom_env"))
         .args(["--episodes", "80", "--seed", "1", "--resume", "whole"])
         .current_dir(&dir)
         .output()

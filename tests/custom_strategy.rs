@@ -5,17 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use common::{assert_clean_failure, records, scratch, shoal};
-
-/// The example binary, which `cargo test` builds beside the test binaries.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    profile_dir.join("examples").join("custom_strategy")
-}
 
 const SCHEDULE: &[&str] = &[
     "--set",
@@ -26,17 +18,7 @@ const SCHEDULE: &[&str] = &[
 ];
 
 fn run_example(dir: &Path, args: &[&str]) {
-    let out = Command::new(example())
-        .args(args)
-        .args(SCHEDULE)
-        .current_dir(dir)
-        .output()
-        .expect("the example runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_example("custom_strategy", dir, &[args, SCHEDULE].concat());
 }
 
 #[test]

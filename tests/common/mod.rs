@@ -72,3 +72,21 @@ pub fn records(run: &Path) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// An example program, which `cargo test` builds beside the test binaries.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    profile_dir.join("examples").join(name)
+}
+
+/// Runs example `name` with `args` in `dir` and asserts it succeeded; its stdout.
+pub fn run_example(name: &str, dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(example(name))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the example runs");
+    assert!(out.status.success(), "{name} {args:?}: {}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}

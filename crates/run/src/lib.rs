@@ -78,11 +78,10 @@ mod stop;
 
 use std::path::PathBuf;
 
-use shoal_core::{Learner, Result, StopFlag};
+use shoal_core::{Learner, Result};
 use shoal_eval::{RunDir, Summary};
-use shoal_parallel::Strategy;
 
-pub use parallel::StrategySetup;
+pub use parallel::{StrategySetup, train_parallel};
 pub use progress::ProgressReporter;
 pub use recorder::{
     DEFAULT_TARGET_SUCCESS, NO_STOP_TARGET, STATE_BLOB, eval_seed, memory_blob, run_target,
@@ -90,16 +89,7 @@ pub use recorder::{
 pub use spec::{MigrateFn, ParallelSpec, Reference, ReferenceFn, RunOptions, RunSpec, TrainConfig};
 pub use stop::INTERRUPTED_EXIT;
 
-use crate::stop::StopGuard;
-
-/// The stop source of a run: the caller's flag, or SIGINT/SIGTERM.
-fn stop_guard(spec: &RunSpec, options: &RunOptions) -> Result<StopGuard> {
-    let grace = stop::grace(spec.train.stop_grace_s)?;
-    match &options.stop {
-        Some(flag) => Ok(StopGuard::manual(flag.clone())),
-        None => StopGuard::on_signals(grace),
-    }
-}
+use crate::stop::stop_guard;
 
 /// Trains one learner, built by `make_learner`, through the whole run of
 /// `spec` in the directory `options` names; returns the run directory and
@@ -130,29 +120,4 @@ where
         guard.flag(),
     )?;
     Ok((run.path().to_path_buf(), summary))
-}
-
-/// Trains `spec.parallel.workers` learners together with the strategy
-/// `make_strategy` builds on every rank, on `spec.parallel.backend`.
-/// `make_learner(rank)` builds rank `rank`'s learner (seed it
-/// `seed + rank`: [`shoal_parallel::worker_seed`]). The strategy's
-/// [`Strategy::name`] must be `spec.parallel.strategy`.
-///
-/// Returns the run directory and summary on rank 0, `None` on the others
-/// (and in worker processes, which should simply exit).
-pub fn train_parallel<L, S, M, F>(
-    spec: &RunSpec,
-    options: &RunOptions,
-    make_learner: M,
-    make_strategy: F,
-) -> Result<Option<(PathBuf, Summary)>>
-where
-    L: Learner,
-    S: Strategy<L>,
-    M: Fn(usize) -> Result<L> + Sync,
-    F: Fn(&StrategySetup) -> Result<S> + Sync,
-{
-    let guard = stop_guard(spec, options)?;
-    let stop: &StopFlag = guard.flag();
-    parallel::run_parallel(spec, options, stop, make_learner, make_strategy)
 }

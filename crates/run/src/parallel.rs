@@ -15,6 +15,7 @@ use crate::claim::{OpenRun, open_run};
 use crate::finish::{finish_run, interrupted_error, is_interrupted, write_interrupted};
 use crate::recorder::{Recorder, STATE_BLOB, checkpoint_counters, eval_seed, worker_memories};
 use crate::spec::{RunOptions, RunSpec};
+use crate::stop::stop_guard;
 
 /// What a strategy factory gets on each rank to build its strategy: the
 /// schedule the runtime derives from the run's budget.
@@ -65,11 +66,17 @@ impl StrategySetup {
     }
 }
 
-/// Launches the backend and runs the strategy on every rank.
-pub(crate) fn run_parallel<L, S, M, F>(
+/// Trains `spec.parallel.workers` learners together with the strategy
+/// `make_strategy` builds on every rank, on `spec.parallel.backend`.
+/// `make_learner(rank)` builds rank `rank`'s learner (seed it
+/// `seed + rank`: [`shoal_parallel::worker_seed`]). The strategy's
+/// [`Strategy::name`] must be `spec.parallel.strategy`.
+///
+/// Returns the run directory and summary on rank 0, `None` on the others
+/// (and in worker processes, which should simply exit).
+pub fn train_parallel<L, S, M, F>(
     spec: &RunSpec,
     options: &RunOptions,
-    stop: &StopFlag,
     make_learner: M,
     make_strategy: F,
 ) -> Result<Option<(PathBuf, Summary)>>
@@ -79,6 +86,8 @@ where
     M: Fn(usize) -> Result<L> + Sync,
     F: Fn(&StrategySetup) -> Result<S> + Sync,
 {
+    let guard = stop_guard(spec, options)?;
+    let stop = guard.flag();
     let processes = ProcessConfig::default().timeout(spec.parallel.timeout);
     // The process that starts a threads or processes run is its rank 0: it
     // claims the run directory before any worker exists, so that a refusal
@@ -95,7 +104,7 @@ where
         spec.parallel.workers,
         &processes,
         |comm: &dyn Communicator| {
-            train_parallel(
+            train_rank(
                 spec,
                 options,
                 stop,
@@ -116,7 +125,7 @@ where
 }
 
 /// The body every rank runs in a parallel run.
-fn train_parallel<L, S, M, F>(
+fn train_rank<L, S, M, F>(
     spec: &RunSpec,
     options: &RunOptions,
     stop: &StopFlag,

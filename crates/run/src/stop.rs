@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use shoal_core::{Error, Result, StopFlag};
 
+use crate::spec::{RunOptions, RunSpec};
+
 /// Exit status after a signal the run could not stop cleanly for (a second
 /// signal, or the grace period over): 128 + SIGINT, as shells report.
 pub const INTERRUPTED_EXIT: i32 = 130;
@@ -131,4 +133,13 @@ pub(crate) fn grace(seconds: f64) -> Result<Duration> {
         )));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// The stop source of a run: the caller's flag, or SIGINT/SIGTERM.
+pub(crate) fn stop_guard(spec: &RunSpec, options: &RunOptions) -> Result<StopGuard> {
+    let grace = grace(spec.train.stop_grace_s)?;
+    match &options.stop {
+        Some(flag) => Ok(StopGuard::manual(flag.clone())),
+        None => StopGuard::on_signals(grace),
+    }
 }
