@@ -26,33 +26,16 @@ use clap::Parser;
 use shoal::cli::TrainArgs;
 use shoal::config::StrategyKind;
 use shoal::core::{GradientLearner, Result};
-use shoal::parallel::{Context, IterationRecord, Strategy, WorkerStats, eval_steps};
-use shoal::train::{StrategySetup, run_strategy};
+use shoal::parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats, eval_steps};
+use shoal::train::run_strategy;
 
 /// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
 const NAME: &str = "local-sgd";
 
-/// Average the workers' parameters every `episodes` episodes of each.
+/// Average the workers' parameters every `schedule.episodes_per_iteration`
+/// episodes of each.
 struct LocalSgd {
-    iterations: u64,
-    episodes: usize,
-    eval_interval: u64,
-    eval_episodes: usize,
-    eval_seed: u64,
-    checkpoint_interval: u64,
-}
-
-impl LocalSgd {
-    fn new(setup: &StrategySetup) -> Self {
-        LocalSgd {
-            iterations: setup.iterations,
-            episodes: setup.episodes_per_iteration,
-            eval_interval: setup.eval_interval,
-            eval_episodes: setup.eval_episodes,
-            eval_seed: setup.eval_seed,
-            checkpoint_interval: setup.checkpoint_interval,
-        }
-    }
+    schedule: Schedule,
 }
 
 impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
@@ -61,12 +44,12 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
     }
 
     fn iterations(&self) -> u64 {
-        self.iterations
+        self.schedule.iterations
     }
 
     /// Each worker keeps its own experience: have it checkpointed.
     fn memory_interval(&self) -> u64 {
-        self.checkpoint_interval
+        self.schedule.memory_interval
     }
 
     // `start` keeps its default: every worker begins from rank 0's learner
@@ -76,7 +59,7 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
         // 1. Train alone. A failure anywhere ends the run on every rank,
         //    naming the failing rank, before anyone enters the all-reduce.
         let outcome = learner
-            .learn(self.episodes)
+            .learn(self.schedule.episodes_per_iteration)
             .map(|report| WorkerStats::from_report(&report));
         let mut record = ctx.share_record(outcome, |stats| {
             let mut record = ctx.record(stats);
@@ -98,12 +81,9 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
 
         // 3. Evaluate the average now and then; rank 0 evaluates, everyone
         //    receives the report so every rank ends with the same record.
-        if ctx.is_due(self.eval_interval) {
-            let seed = self.eval_seed;
-            let eval = ctx.share(
-                comm.is_root()
-                    .then(|| learner.evaluate(self.eval_episodes, seed)),
-            )?;
+        if ctx.is_due(self.schedule.eval_interval) {
+            let (episodes, seed) = (self.schedule.eval_episodes, self.schedule.seed);
+            let eval = ctx.share(comm.is_root().then(|| learner.evaluate(episodes, seed)))?;
             record.eval_env_steps += eval_steps(&eval);
             record.eval = Some(eval);
         }
@@ -134,7 +114,11 @@ fn main() {
                 cfg.parallel.strategy
             )));
         }
-        run_strategy(&args.plan(cfg), |setup| Ok(LocalSgd::new(setup)))
+        run_strategy(&args.plan(cfg), |setup| {
+            Ok(LocalSgd {
+                schedule: setup.schedule(),
+            })
+        })
     });
     match outcome {
         Ok(Some((run_dir, summary))) => {

@@ -256,14 +256,8 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
             },
             |setup| {
                 Ok(Pool::new(
-                    PoolConfig::default()
-                        .iterations(setup.iterations)
-                        .episodes_per_iteration(setup.episodes_per_iteration)
-                        .selection_episodes(cfg.parallel.pool_eval_episodes)
-                        .eval_interval(setup.eval_interval)
-                        .eval_episodes(setup.eval_episodes)
-                        .seed(setup.eval_seed)
-                        .memory_interval(setup.checkpoint_interval),
+                    PoolConfig::new(setup.schedule())
+                        .selection_episodes(cfg.parallel.pool_eval_episodes),
                 ))
             },
         ),
@@ -271,27 +265,12 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
             &spec,
             &options,
             |rank| make_rollout_learner(cfg, rank),
-            |setup| {
-                Ok(RolloutGather::new(
-                    GatherConfig::default()
-                        .iterations(setup.iterations)
-                        .episodes_per_worker(setup.episodes_per_iteration)
-                        .eval_interval(setup.eval_interval)
-                        .eval_episodes(setup.eval_episodes)
-                        .seed(setup.eval_seed),
-                ))
-            },
+            |setup| Ok(RolloutGather::new(GatherConfig::new(setup.schedule()))),
         ),
         StrategyKind::Averaging => run_strategy(plan, |setup| {
-            Ok(GradientAveraging::new(
-                AveragingConfig::default()
-                    .iterations(setup.iterations)
-                    .episodes_per_iteration(setup.episodes_per_iteration)
-                    .eval_interval(setup.eval_interval)
-                    .eval_episodes(setup.eval_episodes)
-                    .seed(setup.eval_seed)
-                    .memory_interval(setup.checkpoint_interval),
-            ))
+            Ok(GradientAveraging::new(AveragingConfig::new(
+                setup.schedule(),
+            )))
         }),
         StrategyKind::Custom(name) => Err(Error::Config(format!(
             "parallel.strategy `{name}` is not one shoal train runs (none, pool, gather, \

@@ -18,7 +18,7 @@ use shoal_core::{Error, Result};
 use shoal_parallel::testing::{Quadratic, check_communicator};
 use shoal_parallel::{
     AveragingConfig, Backend, Communicator, Control, GatherConfig, GradientAveraging,
-    IterationRecord, Pool, PoolConfig, RolloutGather, Strategy, launch, run_threads,
+    IterationRecord, Pool, PoolConfig, RolloutGather, Schedule, Strategy, launch, run_threads,
 };
 
 const SEED: u64 = 3;
@@ -99,9 +99,7 @@ fn fail_rank(backend: &str, workers: &str, rank: &str) -> Result<()> {
         if comm.rank() == failing {
             learner.fail_after = Some(2);
         }
-        let pool = PoolConfig::default()
-            .iterations(6)
-            .episodes_per_iteration(4);
+        let pool = PoolConfig::new(Schedule::default().iterations(6).episodes_per_iteration(4));
         digest(comm, &mut Pool::new(pool), learner)
     });
     match outcome {
@@ -115,19 +113,25 @@ fn fail_rank(backend: &str, workers: &str, rank: &str) -> Result<()> {
 /// The body every rank runs: the communicator check, then each strategy.
 fn everything(comm: &dyn Communicator) -> Result<Vec<(String, Digest)>> {
     check_communicator(comm)?;
-    let pool = PoolConfig::default()
-        .iterations(6)
-        .episodes_per_iteration(4)
-        .selection_episodes(3)
-        .eval_interval(3);
-    let gather = GatherConfig::default()
-        .iterations(6)
-        .episodes_per_worker(2)
-        .eval_interval(3);
-    let averaging = AveragingConfig::default()
-        .iterations(6)
-        .episodes_per_iteration(2)
-        .eval_interval(3);
+    let pool = PoolConfig::new(
+        Schedule::default()
+            .iterations(6)
+            .episodes_per_iteration(4)
+            .eval_interval(3),
+    )
+    .selection_episodes(3);
+    let gather = GatherConfig::new(
+        Schedule::default()
+            .iterations(6)
+            .episodes_per_iteration(2)
+            .eval_interval(3),
+    );
+    let averaging = AveragingConfig::new(
+        Schedule::default()
+            .iterations(6)
+            .episodes_per_iteration(2)
+            .eval_interval(3),
+    );
     let mut same_rate = Quadratic::new(SEED, comm.rank());
     same_rate.learning_rate = 0.05;
     Ok(vec![

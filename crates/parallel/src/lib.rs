@@ -36,7 +36,8 @@
 //! ```
 //! use shoal_core::{Error, EvalReport, LearnReport, Learner, Result};
 //! use shoal_parallel::{
-//!     Communicator, Control, IterationRecord, Pool, PoolConfig, Strategy, run_threads, worker_seed,
+//!     Communicator, Control, IterationRecord, Pool, PoolConfig, Schedule, Strategy, run_threads,
+//!     worker_seed,
 //! };
 //!
 //! /// Guesses a hidden number by random search; its return is minus the error.
@@ -79,10 +80,11 @@
 //!     // (worker 0 takes 1/10 of the step, as the pool convention goes).
 //!     let step = if comm.rank() == 0 { 1.0 } else { 10.0 };
 //!     let mut learner = Guesser { guess: 0.0, step, rng: worker_seed(seed, comm.rank()) + 1 };
-//!     let mut pool = Pool::new(PoolConfig::default().iterations(20).episodes_per_iteration(10));
+//!     let schedule = Schedule::default().iterations(20).episodes_per_iteration(10);
+//!     let mut pool = Pool::new(PoolConfig::new(schedule));
 //!     let mut lines = Vec::new(); // rank 0 would write these to metrics.jsonl
 //!     let summary = pool.run(comm, &mut learner, &mut |record: &IterationRecord, _: &Guesser| {
-//!         lines.push(format!("{} {:?}", record.iteration, record.winner));
+//!         lines.push(format!("{} {:?}", record.iteration, record.field("pool/winner")));
 //!         Ok(Control::Continue)
 //!     })?;
 //!     Ok((summary.counters.episodes, learner.guess))
@@ -173,7 +175,8 @@ pub use strategy::averaging::{AveragingConfig, GradientAveraging};
 pub use strategy::gather::{GatherConfig, RolloutGather};
 pub use strategy::pool::{Pool, PoolConfig};
 pub use strategy::{
-    Context, Control, Counters, IterationRecord, OnIteration, Resume, RunSummary, Strategy,
-    WorkerStats, due, eval_steps, hash_parameters, keep_going, share, worker_seed,
+    Context, Control, Counters, IterationRecord, OnIteration, RecordValue, Resume, RunSummary,
+    Schedule, Strategy, WorkerStats, decode, encode, eval_steps, hash_parameters, keep_going,
+    own_error_first, require, worker_seed,
 };
 pub use threads::{ThreadComm, run_threads};

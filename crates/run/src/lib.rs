@@ -121,3 +121,8 @@ where
     )?;
     Ok((run.path().to_path_buf(), summary))
 }
+
+/// The README's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

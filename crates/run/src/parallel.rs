@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use shoal_core::{Error, Learner, Result, StopFlag};
 use shoal_eval::{RunDir, Summary};
 use shoal_parallel::{
-    Backend, Communicator, Control, IterationRecord, ProcessConfig, Resume, Strategy, launch_with,
+    Backend, Communicator, Control, IterationRecord, ProcessConfig, Resume, Schedule, Strategy,
+    launch_with,
 };
 
 use crate::claim::{OpenRun, open_run};
@@ -63,6 +64,18 @@ impl StrategySetup {
             },
             eval_seed: eval_seed(spec.seed),
         }
+    }
+
+    /// The [`Schedule`] a strategy config takes: these iterations,
+    /// episodes, evaluations, and memories gathered at every checkpoint.
+    pub fn schedule(&self) -> Schedule {
+        Schedule::default()
+            .iterations(self.iterations)
+            .episodes_per_iteration(self.episodes_per_iteration)
+            .eval_interval(self.eval_interval)
+            .eval_episodes(self.eval_episodes)
+            .seed(self.eval_seed)
+            .memory_interval(self.checkpoint_interval)
     }
 }
 

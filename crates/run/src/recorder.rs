@@ -9,7 +9,7 @@ use shoal_core::{Error, EvalReport, Learner, Result, derive_seed};
 use shoal_eval::{
     Checkpoint, CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Target,
 };
-use shoal_parallel::{Control, Counters, IterationRecord, WorkerProfile};
+use shoal_parallel::{Control, Counters, IterationRecord, RecordValue, WorkerProfile};
 
 use crate::progress::ProgressReporter;
 use crate::spec::{Reference, RunSpec};
@@ -295,10 +295,8 @@ impl Recorder {
         if let Some(rate) = record.train_success_rate {
             line = line.scalar("charts/success_rate", rate);
         }
-        if let Some(winner) = record.winner {
-            line = line
-                .field("pool/winner", winner)
-                .field("pool/worker_eval_means", record.worker_eval_means.clone());
+        for (key, value) in &record.fields {
+            line = line.field(key, json_value(value));
         }
         for (key, value) in &self.iteration_fields {
             line = line.field(key, value.clone());
@@ -314,12 +312,6 @@ impl Recorder {
                 .field("time/all_reduce_values", first.all_reduce_values)
                 .field("time/other_collectives", first.other_collectives)
                 .field("time/other_bytes", first.other_bytes);
-        }
-        if let Some(selection) = &record.selection {
-            line = line.scalar("pool/selection_return_mean", selection.return_mean);
-            if let Some(rate) = selection.success_rate {
-                line = line.scalar("pool/selection_success_rate", rate);
-            }
         }
         self.metrics.write(&line)?;
         let stop = match &record.eval {
@@ -341,5 +333,14 @@ impl Recorder {
         } else {
             Control::Continue
         })
+    }
+}
+
+/// A strategy's own record value as JSON.
+fn json_value(value: &RecordValue) -> serde_json::Value {
+    match value {
+        RecordValue::Count(n) => (*n).into(),
+        RecordValue::Number(x) => (*x).into(),
+        RecordValue::Numbers(xs) => xs.clone().into(),
     }
 }

@@ -5,9 +5,7 @@
 use serde::{Deserialize, Serialize};
 use shoal_core::{Error, GradientLearner, Result};
 
-use super::{
-    Context, IterationRecord, Strategy, WorkerStats, check_eval, hash_parameters, require,
-};
+use super::{Context, IterationRecord, Schedule, Strategy, WorkerStats, hash_parameters};
 use crate::comm::CommReducer;
 
 /// The averaging strategy's [`Strategy::name`].
@@ -16,85 +14,36 @@ const NAME: &str = "averaging";
 /// Settings of [`GradientAveraging`].
 ///
 /// ```
-/// use shoal_parallel::AveragingConfig;
-/// let config = AveragingConfig::default().iterations(50).episodes_per_iteration(2);
+/// use shoal_parallel::{AveragingConfig, Schedule};
+/// let config = AveragingConfig::new(Schedule::default().iterations(50).episodes_per_iteration(2));
 /// assert!(config.check_sync);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AveragingConfig {
-    /// Total iterations of the run, counting those done before a resume.
-    /// Default: 100.
-    pub iterations: u64,
-    /// Episodes each worker trains per iteration
-    /// ([`GradientLearner::learn_averaged`]). Default: 1.
-    pub episodes_per_iteration: usize,
-    /// Rank 0 evaluates every this many iterations (and after the last);
-    /// 0 never evaluates. Default: 10.
-    pub eval_interval: u64,
-    /// Frozen-policy evaluation episodes. Default: 5.
-    pub eval_episodes: usize,
-    /// Seed of the evaluation environments, the same for every evaluation
-    /// (as a single learner's run evaluates). Default: 0.
-    pub seed: u64,
+    /// Iterations, episodes per worker and iteration
+    /// ([`GradientLearner::learn_averaged`]), evaluations and memory
+    /// gathering. Default: [`Schedule::default`].
+    pub schedule: Schedule,
     /// Check after every iteration that all workers' parameters are
     /// bit-identical (a hash of each, compared on rank 0); a learner that
     /// updates without the reducer then fails loudly. Default: true.
     pub check_sync: bool,
-    /// Every this many iterations (and after the last) each worker's replay
-    /// memory is gathered into [`IterationRecord::memories`] for a
-    /// checkpoint; 0 never. Default: 0.
-    pub memory_interval: u64,
 }
 
 impl Default for AveragingConfig {
     fn default() -> Self {
-        AveragingConfig {
-            iterations: 100,
-            episodes_per_iteration: 1,
-            eval_interval: 10,
-            eval_episodes: 5,
-            seed: 0,
-            check_sync: true,
-            memory_interval: 0,
-        }
+        AveragingConfig::new(Schedule::default())
     }
 }
 
 impl AveragingConfig {
-    /// Sets the total number of iterations.
-    #[must_use]
-    pub fn iterations(mut self, iterations: u64) -> Self {
-        self.iterations = iterations;
-        self
-    }
-
-    /// Sets the episodes per worker per iteration.
-    #[must_use]
-    pub fn episodes_per_iteration(mut self, episodes: usize) -> Self {
-        self.episodes_per_iteration = episodes;
-        self
-    }
-
-    /// Sets how often rank 0 evaluates (0: never).
-    #[must_use]
-    pub fn eval_interval(mut self, interval: u64) -> Self {
-        self.eval_interval = interval;
-        self
-    }
-
-    /// Sets the evaluation episodes.
-    #[must_use]
-    pub fn eval_episodes(mut self, episodes: usize) -> Self {
-        self.eval_episodes = episodes;
-        self
-    }
-
-    /// Sets the evaluation seed.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    /// Averaging on `schedule`, checking the workers agree.
+    pub fn new(schedule: Schedule) -> Self {
+        AveragingConfig {
+            schedule,
+            check_sync: true,
+        }
     }
 
     /// Sets whether workers' parameters are checked for equality every iteration.
@@ -102,20 +51,6 @@ impl AveragingConfig {
     pub fn check_sync(mut self, check: bool) -> Self {
         self.check_sync = check;
         self
-    }
-
-    /// Sets how often every worker's memory is gathered (0: never).
-    #[must_use]
-    pub fn memory_interval(mut self, interval: u64) -> Self {
-        self.memory_interval = interval;
-        self
-    }
-
-    fn validate(&self) -> Result<()> {
-        require(self.episodes_per_iteration > 0, || {
-            "averaging: episodes_per_iteration must be at least 1".into()
-        })?;
-        check_eval("averaging", self.eval_interval, self.eval_episodes)
     }
 }
 
@@ -158,19 +93,22 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
     }
 
     fn iterations(&self) -> u64 {
-        self.config.iterations
+        self.config.schedule.iterations
     }
 
     fn memory_interval(&self) -> u64 {
-        self.config.memory_interval
+        self.config.schedule.memory_interval
     }
 
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
         let comm = ctx.comm();
         // Rank 0's configuration is authoritative.
-        let root_config = comm
-            .is_root()
-            .then(|| self.config.validate().map(|()| self.config.clone()));
+        let root_config = comm.is_root().then(|| {
+            self.config
+                .schedule
+                .validate(NAME)
+                .map(|()| self.config.clone())
+        });
         self.config = ctx.share(root_config)?;
         // A resumed state reaches every worker, so optimiser moments agree
         // too; a fresh run shares only rank 0's parameters.
@@ -194,7 +132,7 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
         let iteration = ctx.iteration();
         let mut reducer = CommReducer::new(ctx.comm());
         let outcome = learner
-            .learn_averaged(config.episodes_per_iteration, &mut reducer)
+            .learn_averaged(config.schedule.episodes_per_iteration, &mut reducer)
             .map(|report| {
                 let mut stats = WorkerStats::from_report(&report);
                 if config.check_sync {
@@ -213,8 +151,13 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
             }
             let mut record = ctx.record(stats);
             record.scalars = stats[0].scalars.clone();
-            if ctx.is_due(config.eval_interval) {
-                ctx.evaluate_into(learner, config.eval_episodes, config.seed, &mut record)?;
+            if ctx.is_due(config.schedule.eval_interval) {
+                ctx.evaluate_into(
+                    learner,
+                    config.schedule.eval_episodes,
+                    config.schedule.seed,
+                    &mut record,
+                )?;
             }
             Ok(record)
         })

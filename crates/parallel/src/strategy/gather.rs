@@ -6,93 +6,35 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Error, Result, RolloutLearner};
 
 use super::{
-    Context, IterationRecord, Strategy, WorkerStats, check_eval, decode, encode, own_error_first,
-    require,
+    Context, IterationRecord, Schedule, Strategy, WorkerStats, decode, encode, own_error_first,
 };
 use crate::comm::{Communicator, comm_error};
 
 /// The gather strategy's [`Strategy::name`].
 const NAME: &str = "gather";
 
-/// Settings of [`RolloutGather`].
+/// Settings of [`RolloutGather`]: its [`Schedule`], whose
+/// `episodes_per_iteration` is what each worker collects per update (one
+/// update sees `episodes_per_iteration × workers` episodes). No worker keeps
+/// a memory, so `memory_interval` goes unused.
 ///
 /// ```
-/// use shoal_parallel::GatherConfig;
-/// let config = GatherConfig::default().episodes_per_worker(4).eval_interval(0);
-/// assert_eq!(config.iterations, 100);
+/// use shoal_parallel::{GatherConfig, Schedule};
+/// let config = GatherConfig::new(Schedule::default().episodes_per_iteration(4).eval_interval(0));
+/// assert_eq!(config.schedule.iterations, 100);
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatherConfig {
-    /// Total iterations (updates) of the run, counting those done before a
-    /// resume. Default: 100.
-    pub iterations: u64,
-    /// Episodes each worker collects per iteration, so one update sees
-    /// `episodes_per_worker × workers` episodes. Default: 1.
-    pub episodes_per_worker: usize,
-    /// Rank 0 evaluates the policy every this many iterations (and after the
-    /// last); 0 never evaluates. Default: 10.
-    pub eval_interval: u64,
-    /// Frozen-policy evaluation episodes. Default: 5.
-    pub eval_episodes: usize,
-    /// Seed of the evaluation environments, the same for every evaluation
-    /// (as a single learner's run evaluates). Default: 0.
-    pub seed: u64,
-}
-
-impl Default for GatherConfig {
-    fn default() -> Self {
-        GatherConfig {
-            iterations: 100,
-            episodes_per_worker: 1,
-            eval_interval: 10,
-            eval_episodes: 5,
-            seed: 0,
-        }
-    }
+    /// Iterations (updates), episodes each worker collects per iteration,
+    /// evaluations. Default: [`Schedule::default`].
+    pub schedule: Schedule,
 }
 
 impl GatherConfig {
-    /// Sets the total number of iterations.
-    #[must_use]
-    pub fn iterations(mut self, iterations: u64) -> Self {
-        self.iterations = iterations;
-        self
-    }
-
-    /// Sets the episodes each worker collects per iteration.
-    #[must_use]
-    pub fn episodes_per_worker(mut self, episodes: usize) -> Self {
-        self.episodes_per_worker = episodes;
-        self
-    }
-
-    /// Sets how often rank 0 evaluates (0: never).
-    #[must_use]
-    pub fn eval_interval(mut self, interval: u64) -> Self {
-        self.eval_interval = interval;
-        self
-    }
-
-    /// Sets the evaluation episodes.
-    #[must_use]
-    pub fn eval_episodes(mut self, episodes: usize) -> Self {
-        self.eval_episodes = episodes;
-        self
-    }
-
-    /// Sets the evaluation seed.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    fn validate(&self) -> Result<()> {
-        require(self.episodes_per_worker > 0, || {
-            "gather: episodes_per_worker must be at least 1".into()
-        })?;
-        check_eval("gather", self.eval_interval, self.eval_episodes)
+    /// Rollout gathering on `schedule`.
+    pub fn new(schedule: Schedule) -> Self {
+        GatherConfig { schedule }
     }
 }
 
@@ -130,7 +72,7 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
     }
 
     fn iterations(&self) -> u64 {
-        self.config.iterations
+        self.config.schedule.iterations
     }
 
     /// Every rank starts from rank 0's state (the resumed one, if any), not
@@ -141,10 +83,12 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
     /// keep and no memories travel.
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
         // Rank 0's configuration is authoritative.
-        let root_config = ctx
-            .comm()
-            .is_root()
-            .then(|| self.config.validate().map(|()| self.config.clone()));
+        let root_config = ctx.comm().is_root().then(|| {
+            self.config
+                .schedule
+                .validate(NAME)
+                .map(|()| self.config.clone())
+        });
         self.config = ctx.share(root_config)?;
         ctx.start_from_root(learner)
     }
@@ -152,7 +96,7 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
         let config = &self.config;
         let comm = ctx.comm();
-        let collected = learner.collect(config.episodes_per_worker);
+        let collected = learner.collect(config.schedule.episodes_per_iteration);
         let (outcome, rollout) = match collected {
             Ok((rollout, report)) => (Ok(WorkerStats::from_report(&report)), rollout),
             Err(error) => (Err(error), Vec::new()),
@@ -177,8 +121,13 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
             let update = learner.update(&rollouts)?;
             let mut record = ctx.record(&stats);
             record.scalars = update.scalars;
-            if ctx.is_due(config.eval_interval) {
-                ctx.evaluate_into(learner, config.eval_episodes, config.seed, &mut record)?;
+            if ctx.is_due(config.schedule.eval_interval) {
+                ctx.evaluate_into(
+                    learner,
+                    config.schedule.eval_episodes,
+                    config.schedule.seed,
+                    &mut record,
+                )?;
             }
             Ok::<IterationRecord, Error>(record)
         });

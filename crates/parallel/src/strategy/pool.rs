@@ -5,47 +5,33 @@
 use serde::{Deserialize, Serialize};
 use shoal_core::{Learner, Result, derive_seed};
 
-use super::{
-    Context, Counters, IterationRecord, Strategy, WorkerStats, check_eval, record_from_stats,
-    require,
-};
+use super::{Context, IterationRecord, RecordValue, Schedule, Strategy, WorkerStats, require};
 
 /// The pool's [`Strategy::name`].
 const NAME: &str = "pool";
 
-/// Settings of the branch-and-merge [`Pool`].
+/// Settings of [`Pool`].
 ///
 /// ```
-/// use shoal_parallel::PoolConfig;
-/// let config = PoolConfig::default().iterations(500).selection_episodes(3);
-/// assert_eq!(config.episodes_per_iteration, 10);
+/// use shoal_parallel::{PoolConfig, Schedule};
+/// assert_eq!(PoolConfig::default().schedule.episodes_per_iteration, 10);
+/// let config = PoolConfig::new(Schedule::default().iterations(500)).selection_episodes(3);
+/// assert_eq!((config.schedule.iterations, config.selection_episodes), (500, 3));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PoolConfig {
-    /// Total iterations of the run, counting those done before a resume.
-    /// Default: 100.
-    pub iterations: u64,
-    /// Training episodes each worker runs per iteration. Default: 10.
-    pub episodes_per_iteration: usize,
+    /// Iterations, training episodes each worker runs per iteration, the
+    /// evaluation of the promoted agent (on the fixed seed
+    /// `schedule.seed`, apart from the selection) and memory gathering.
+    /// Default: [`Schedule::default`] with 10 episodes per iteration.
+    pub schedule: Schedule,
     /// Frozen-policy episodes per candidate per iteration, on which the
-    /// winner is selected. Default: 5.
+    /// winner is selected. Iteration `i` selects on the seed
+    /// `derive_seed(schedule.seed ^ SELECTION_STREAM, i)`, which all
+    /// candidates share (the same starting states) and the evaluation never
+    /// sees. Default: 5.
     pub selection_episodes: usize,
-    /// Rank 0 evaluates the promoted agent every this many iterations (and
-    /// after the last) on the fixed seed [`PoolConfig::seed`], apart from
-    /// the selection; 0 never. Default: 10.
-    pub eval_interval: u64,
-    /// Episodes of that evaluation. Default: 5.
-    pub eval_episodes: usize,
-    /// The evaluation seed, the same for every evaluation, as a single
-    /// learner's run uses it. Iteration `i` selects on the seed
-    /// `derive_seed(seed ^ SELECTION_STREAM, i)`, which all candidates share
-    /// (the same starting states) and the evaluation never sees. Default: 0.
-    pub seed: u64,
-    /// Every this many iterations (and after the last) each worker's replay
-    /// memory is gathered into [`IterationRecord::memories`] for a
-    /// checkpoint; 0 never. Default: 0.
-    pub memory_interval: u64,
 }
 
 /// Keeps the selection seeds apart from the evaluation seed.
@@ -53,31 +39,17 @@ const SELECTION_STREAM: u64 = 0x5e1e_c710_0000_0000;
 
 impl Default for PoolConfig {
     fn default() -> Self {
-        PoolConfig {
-            iterations: 100,
-            episodes_per_iteration: 10,
-            selection_episodes: 5,
-            eval_interval: 10,
-            eval_episodes: 5,
-            seed: 0,
-            memory_interval: 0,
-        }
+        PoolConfig::new(Schedule::default().episodes_per_iteration(10))
     }
 }
 
 impl PoolConfig {
-    /// Sets the total number of iterations.
-    #[must_use]
-    pub fn iterations(mut self, iterations: u64) -> Self {
-        self.iterations = iterations;
-        self
-    }
-
-    /// Sets the training episodes per worker per iteration.
-    #[must_use]
-    pub fn episodes_per_iteration(mut self, episodes: usize) -> Self {
-        self.episodes_per_iteration = episodes;
-        self
+    /// A pool on `schedule`, selecting on 5 episodes per candidate.
+    pub fn new(schedule: Schedule) -> Self {
+        PoolConfig {
+            schedule,
+            selection_episodes: 5,
+        }
     }
 
     /// Sets the selection episodes per candidate.
@@ -87,42 +59,11 @@ impl PoolConfig {
         self
     }
 
-    /// Sets how often rank 0 evaluates the promoted agent (0: never).
-    #[must_use]
-    pub fn eval_interval(mut self, interval: u64) -> Self {
-        self.eval_interval = interval;
-        self
-    }
-
-    /// Sets the episodes of that evaluation.
-    #[must_use]
-    pub fn eval_episodes(mut self, episodes: usize) -> Self {
-        self.eval_episodes = episodes;
-        self
-    }
-
-    /// Sets the evaluation seed.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Sets how often every worker's memory is gathered (0: never).
-    #[must_use]
-    pub fn memory_interval(mut self, interval: u64) -> Self {
-        self.memory_interval = interval;
-        self
-    }
-
     fn validate(&self) -> Result<()> {
-        require(self.episodes_per_iteration > 0, || {
-            "pool: episodes_per_iteration must be at least 1".into()
-        })?;
+        self.schedule.validate(NAME)?;
         require(self.selection_episodes > 0, || {
             "pool: selection_episodes must be at least 1".into()
-        })?;
-        check_eval(NAME, self.eval_interval, self.eval_episodes)
+        })
     }
 }
 
@@ -155,7 +96,9 @@ impl PoolConfig {
 ///
 /// ```
 /// use shoal_core::{EvalReport, LearnReport, Learner, Result};
-/// use shoal_parallel::{Communicator, Pool, PoolConfig, Strategy, keep_going, run_threads};
+/// use shoal_parallel::{
+///     Communicator, Pool, PoolConfig, RecordValue, Schedule, Strategy, keep_going, run_threads,
+/// };
 ///
 /// /// Skill grows by `rate` per episode.
 /// struct Climber { skill: f64, rate: f64 }
@@ -177,12 +120,14 @@ impl PoolConfig {
 /// let winners = run_threads(2, |comm: &dyn Communicator| {
 ///     // The factory: worker 0 learns at 1/10 of the rate.
 ///     let mut learner = Climber { skill: 0.0, rate: if comm.rank() == 0 { 0.1 } else { 1.0 } };
-///     let mut pool = Pool::new(PoolConfig::default().iterations(3).episodes_per_iteration(2));
+///     let schedule = Schedule::default().iterations(3).episodes_per_iteration(2);
+///     let mut pool = Pool::new(PoolConfig::new(schedule));
 ///     let summary = pool.run(comm, &mut learner, &mut keep_going)?;
-///     Ok((summary.last.unwrap().winner, learner.skill))
+///     Ok((summary.last.unwrap().field("pool/winner").cloned(), learner.skill))
 /// })
 /// .unwrap();
-/// assert_eq!(winners, vec![(Some(1), 6.0), (Some(1), 6.0)]);
+/// let winner = Some(RecordValue::Count(1));
+/// assert_eq!(winners, vec![(winner.clone(), 6.0), (winner, 6.0)]);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Pool {
@@ -207,11 +152,11 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
     }
 
     fn iterations(&self) -> u64 {
-        self.config.iterations
+        self.config.schedule.iterations
     }
 
     fn memory_interval(&self) -> u64 {
-        self.config.memory_interval
+        self.config.schedule.memory_interval
     }
 
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
@@ -227,18 +172,18 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
 
     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
         let config = &self.config;
-        let selection_seed = derive_seed(config.seed ^ SELECTION_STREAM, ctx.iteration());
+        let selection_seed = derive_seed(config.schedule.seed ^ SELECTION_STREAM, ctx.iteration());
         let outcome = learner
-            .learn(config.episodes_per_iteration)
+            .learn(config.schedule.episodes_per_iteration)
             .and_then(|report| {
                 let mut stats = WorkerStats::from_report(&report);
                 stats.eval = Some(learner.evaluate(config.selection_episodes, selection_seed)?);
                 Ok(stats)
             });
         let mut record =
-            ctx.share_record(outcome, |stats| Ok(promote(NAME, ctx.counters(), stats)))?;
+            ctx.share_record(outcome, |stats| Ok(promote(ctx.record(stats), stats)))?;
         let comm = ctx.comm();
-        let winner = record.winner.expect("the pool always names a winner");
+        let winner = winner_of(&record);
         let mut state = if comm.rank() == winner {
             learner.save_state()
         } else {
@@ -246,9 +191,14 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
         };
         comm.broadcast_bytes(&mut state, winner)?;
         learner.load_state(&state)?;
-        if ctx.is_due(config.eval_interval) {
+        if ctx.is_due(config.schedule.eval_interval) {
             let evaluated = comm.is_root().then(|| {
-                ctx.evaluate_into(learner, config.eval_episodes, config.seed, &mut record)?;
+                ctx.evaluate_into(
+                    learner,
+                    config.schedule.eval_episodes,
+                    config.schedule.seed,
+                    &mut record,
+                )?;
                 Ok(record)
             });
             record = ctx.share(evaluated)?;
@@ -258,7 +208,7 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
 }
 
 /// Rank 0's decision: the record of an iteration, naming the winner.
-fn promote(strategy: &str, mut counters: Counters, stats: &[WorkerStats]) -> IterationRecord {
+fn promote(mut record: IterationRecord, stats: &[WorkerStats]) -> IterationRecord {
     let means: Vec<f64> = stats
         .iter()
         .map(|s| s.eval.as_ref().map_or(f64::NAN, |e| e.return_mean))
@@ -271,18 +221,43 @@ fn promote(strategy: &str, mut counters: Counters, stats: &[WorkerStats]) -> Ite
             winner = rank;
         }
     }
-    let mut record = record_from_stats(strategy, &mut counters, stats);
-    record.winner = Some(winner);
-    record.selection = stats[winner].eval.clone();
     record.scalars = stats[winner].scalars.clone();
-    record.worker_eval_means = means;
+    record.set_field(WINNER, RecordValue::Count(winner as u64));
+    record.set_field(WORKER_EVAL_MEANS, RecordValue::Numbers(means));
+    // The winner's selection score: the best of the candidates' and so
+    // biased upward; the record's `eval` is the unbiased one.
+    if let Some(selection) = &stats[winner].eval {
+        record.set_field(
+            "pool/selection_return_mean",
+            RecordValue::Number(selection.return_mean),
+        );
+        if let Some(rate) = selection.success_rate {
+            record.set_field("pool/selection_success_rate", RecordValue::Number(rate));
+        }
+    }
     record
+}
+
+/// The rank whose candidate was promoted.
+const WINNER: &str = "pool/winner";
+/// Every candidate's selection mean return, by rank.
+const WORKER_EVAL_MEANS: &str = "pool/worker_eval_means";
+
+/// The winner `promote` named in `record`.
+fn winner_of(record: &IterationRecord) -> usize {
+    match record.field(WINNER) {
+        Some(RecordValue::Count(rank)) => *rank as usize,
+        _ => unreachable!("the pool always names a winner"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use shoal_core::EvalReport;
+
+    use super::super::record::record_from_stats;
+    use super::*;
+    use crate::Counters;
 
     fn stats_with_mean(mean: f64) -> WorkerStats {
         WorkerStats {
@@ -302,9 +277,15 @@ mod tests {
     #[test]
     fn best_mean_wins_and_ties_go_to_the_lowest_rank() {
         let stats: Vec<_> = [1.0, 3.0, 3.0, 2.0].map(stats_with_mean).into();
-        let record = promote("pool", Counters::default(), &stats);
-        assert_eq!(record.winner, Some(1));
-        assert_eq!(record.worker_eval_means, vec![1.0, 3.0, 3.0, 2.0]);
+        let record = promote(
+            record_from_stats("pool", &mut Counters::default(), &stats),
+            &stats,
+        );
+        assert_eq!(winner_of(&record), 1);
+        assert_eq!(
+            record.field(WORKER_EVAL_MEANS),
+            Some(&RecordValue::Numbers(vec![1.0, 3.0, 3.0, 2.0]))
+        );
         assert_eq!(
             (record.episodes, record.env_steps, record.eval_env_steps),
             (40, 400, 40)
@@ -314,11 +295,20 @@ mod tests {
     #[test]
     fn a_nan_mean_never_wins() {
         let stats: Vec<_> = [f64::NAN, -5.0, f64::NAN].map(stats_with_mean).into();
-        assert_eq!(promote("pool", Counters::default(), &stats).winner, Some(1));
+        assert_eq!(
+            winner_of(&promote(
+                IterationRecord::new("pool", 2, Counters::default()),
+                &stats
+            )),
+            1
+        );
         let all_nan: Vec<_> = [f64::NAN, f64::NAN].map(stats_with_mean).into();
         assert_eq!(
-            promote("pool", Counters::default(), &all_nan).winner,
-            Some(0)
+            winner_of(&promote(
+                IterationRecord::new("pool", 2, Counters::default()),
+                &all_nan
+            )),
+            0
         );
     }
 
@@ -329,7 +319,9 @@ mod tests {
             other => panic!("expected a config error, got {other:?}"),
         };
         assert_eq!(
-            config_error(PoolConfig::default().episodes_per_iteration(0)),
+            config_error(PoolConfig::new(
+                Schedule::default().episodes_per_iteration(0)
+            )),
             "pool: episodes_per_iteration must be at least 1"
         );
         assert_eq!(
@@ -337,15 +329,21 @@ mod tests {
             "pool: selection_episodes must be at least 1"
         );
         assert_eq!(
-            config_error(PoolConfig::default().eval_episodes(0)),
+            config_error(PoolConfig::new(
+                Schedule::default()
+                    .episodes_per_iteration(10)
+                    .eval_episodes(0)
+            )),
             "pool: eval_episodes must be at least 1 when eval_interval is set"
         );
-        PoolConfig::default()
-            .episodes_per_iteration(1)
-            .selection_episodes(1)
-            .eval_interval(0)
-            .eval_episodes(0)
-            .validate()
-            .expect("one episode of each is enough");
+        PoolConfig::new(
+            Schedule::default()
+                .episodes_per_iteration(1)
+                .eval_interval(0)
+                .eval_episodes(0),
+        )
+        .selection_episodes(1)
+        .validate()
+        .expect("one episode of each is enough");
     }
 }
