@@ -383,13 +383,8 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     }
     if let AlgoConfig::Ddpg(ddpg) = &cfg.algo
         && cfg.parallel.strategy == StrategyKind::Averaging
-        && ddpg.train_every == shoal_algo::TrainEvery::Step
     {
-        return bad(
-            "ddpg train_every = \"step\" cannot average gradients across workers, whose \
-             episode lengths differ; use \"episode\" or \"cycle\""
-                .into(),
-        );
+        ddpg.check_averaging()?;
     }
     if cfg.parallel.strategy == StrategyKind::Gather {
         make_rollout_learner(cfg, 0).map(drop)

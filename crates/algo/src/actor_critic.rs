@@ -71,6 +71,35 @@ pub struct UpdateStats {
     pub q_mean: f64,
 }
 
+/// Sums of [`UpdateStats`] over a stretch of training, for the means a
+/// learner reports (`losses/critic`, `level0/actor_loss`, …).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct UpdateTally {
+    /// Updates summed.
+    pub(crate) updates: usize,
+    sums: UpdateStats,
+}
+
+impl UpdateTally {
+    /// Adds one update's statistics.
+    pub(crate) fn add(&mut self, stats: UpdateStats) {
+        self.updates += 1;
+        self.sums.critic_loss += stats.critic_loss;
+        self.sums.actor_loss += stats.actor_loss;
+        self.sums.q_mean += stats.q_mean;
+    }
+
+    /// The mean of each statistic (zeros before the first update).
+    pub(crate) fn means(&self) -> UpdateStats {
+        let n = self.updates.max(1) as f64;
+        UpdateStats {
+            critic_loss: self.sums.critic_loss / n,
+            actor_loss: self.sums.actor_loss / n,
+            q_mean: self.sums.q_mean / n,
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct ActorCriticState {
     actor: Vec<u8>,

@@ -40,11 +40,11 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
-    Result, Space, StopFlag, derive_seed, rng_from_seed,
+    Result, Space, StopFlag, derive_seed, evaluate_policy_with, rng_from_seed,
 };
-use shoal_policy::{Actor, NoiseKind, Normalizer};
+use shoal_policy::{Actor, GoalNormalizer, NoiseKind};
 
-use crate::actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
+use crate::actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateTally};
 use crate::check;
 use crate::her::{
     HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch, sample_batch,
@@ -168,6 +168,20 @@ impl Default for DdpgConfig {
 }
 
 impl DdpgConfig {
+    /// Whether workers can average this config's gradients: not when it
+    /// trains every step, since the workers' episodes differ in length and
+    /// they would call the reducer unequally often.
+    pub fn check_averaging(&self) -> Result<()> {
+        if self.train_every == TrainEvery::Step {
+            return Err(Error::Config(
+                "ddpg train_every = \"step\" cannot average gradients across workers, whose \
+                 episode lengths differ; use \"episode\" or \"cycle\""
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks every value; the error names the offending key.
     pub fn validate(&self) -> Result<()> {
         let bad = |key: &str, why: &str| Err(Error::Config(format!("ddpg {key} {why}")));
@@ -229,28 +243,13 @@ impl DdpgConfig {
 // The frozen policy
 // -------------------------------------------------------------------------
 
-/// Appends the network input for observation part `obs` and goal `goal`:
-/// each clamped to ±`clip_obs`, then normalised.
-fn push_input(
-    obs_norm: &Normalizer,
-    goal_norm: &Normalizer,
-    clip_obs: f32,
-    obs: &[f32],
-    goal: &[f32],
-    out: &mut Vec<f32>,
-) -> Result<()> {
-    obs_norm.normalize_clipped_into(obs, clip_obs, out)?;
-    goal_norm.normalize_clipped_into(goal, clip_obs, out)
-}
-
 /// A trained DDPG actor frozen for evaluation: normalises goal-env
 /// observations `[observation | achieved_goal | desired_goal]` like the agent
 /// and acts deterministically.
 #[derive(Clone, Debug)]
 pub struct DdpgPolicy {
     actor: Actor,
-    obs_norm: Normalizer,
-    goal_norm: Normalizer,
+    norms: GoalNormalizer,
     clip_obs: f32,
     action_space: Space,
     device: Device,
@@ -260,7 +259,7 @@ impl DdpgPolicy {
     /// The action in the actor's `[-1, 1]` scale, or a shape error when `obs`
     /// does not have the environment's layout.
     pub fn unit_action(&self, obs: &[f32]) -> Result<Vec<f32>> {
-        let (o, g) = (self.obs_norm.dim(), self.goal_norm.dim());
+        let (o, g) = (self.norms.obs.dim(), self.norms.goal.dim());
         if obs.len() != o + 2 * g {
             return Err(Error::Shape(format!(
                 "observation has {} values, the policy expects {o} + 2 × {g}",
@@ -273,14 +272,8 @@ impl DdpgPolicy {
     /// The action in `[-1, 1]` for observation part `obs` and desired goal `goal`.
     fn unit_action_for(&self, obs: &[f32], goal: &[f32]) -> Result<Vec<f32>> {
         let mut input = Vec::with_capacity(obs.len() + goal.len());
-        push_input(
-            &self.obs_norm,
-            &self.goal_norm,
-            self.clip_obs,
-            obs,
-            goal,
-            &mut input,
-        )?;
+        self.norms
+            .push_input(obs, goal, self.clip_obs, &mut input)?;
         Ok(self.actor.act(&input, &self.device))
     }
 
@@ -295,8 +288,11 @@ impl Policy for DdpgPolicy {
     /// caller's bug) it returns NaNs, which every environment rejects with
     /// `Error::NonFiniteAction`; [`DdpgPolicy::try_act`] gives the error itself.
     fn act(&self, obs: &[f32]) -> Vec<f32> {
-        self.try_act(obs)
-            .unwrap_or_else(|_| vec![f32::NAN; self.action_space.dim()])
+        DdpgPolicy::try_act(self, obs).unwrap_or_else(|_| vec![f32::NAN; self.action_space.dim()])
+    }
+
+    fn try_act(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        DdpgPolicy::try_act(self, obs)
     }
 }
 
@@ -319,8 +315,7 @@ const STATE_VERSION: u32 = 1;
 struct DdpgState {
     version: u32,
     networks: Vec<u8>,
-    obs_norm: Normalizer,
-    goal_norm: Normalizer,
+    norms: GoalNormalizer,
     episodes: u64,
     env_steps: u64,
     rounds: u64,
@@ -330,22 +325,9 @@ struct DdpgState {
 /// Sums of update statistics over a `learn` call.
 #[derive(Default)]
 struct Tally {
-    updates: usize,
-    critic_loss: f64,
-    actor_loss: f64,
-    q_mean: f64,
+    networks: UpdateTally,
     relabelled: f64,
     relabels: RelabelCounts,
-}
-
-impl Tally {
-    fn add(&mut self, stats: UpdateStats, relabelled: f64) {
-        self.updates += 1;
-        self.critic_loss += stats.critic_loss;
-        self.actor_loss += stats.actor_loss;
-        self.q_mean += stats.q_mean;
-        self.relabelled += relabelled;
-    }
 }
 
 /// A DDPG + HER agent on its own goal environment.
@@ -368,8 +350,7 @@ pub struct Ddpg<E: GoalEnv> {
     action_space: Space,
     dims: EpisodeDims,
     networks: ActorCritic,
-    obs_norm: Normalizer,
-    goal_norm: Normalizer,
+    norms: GoalNormalizer,
     buffer: ReplayBuffer,
     seed: u64,
     episodes: u64,
@@ -411,15 +392,14 @@ impl<E: GoalEnv> Ddpg<E> {
             },
             seed,
         );
-        let normalizer = |dim| {
-            Normalizer::new(dim)
-                .with_clip(config.norm_clip as f32)
-                .with_eps(config.norm_eps as f32)
-        };
         Ok(Ddpg {
             her: config.her(),
-            obs_norm: normalizer(dims.obs),
-            goal_norm: normalizer(dims.goal),
+            norms: GoalNormalizer::new(
+                dims.obs,
+                dims.goal,
+                config.norm_clip as f32,
+                config.norm_eps as f32,
+            ),
             buffer: ReplayBuffer::new(dims, config.buffer_size)?,
             config,
             env,
@@ -490,7 +470,7 @@ impl<E: GoalEnv> Ddpg<E> {
         let clip = self.config.clip_obs as f32;
         let mut inputs = Vec::with_capacity(n * (d.obs + d.goal));
         for (o, g) in obs.chunks_exact(d.obs).zip(goals.chunks_exact(d.goal)) {
-            push_input(&self.obs_norm, &self.goal_norm, clip, o, g, &mut inputs)?;
+            self.norms.push_input(o, g, clip, &mut inputs)?;
         }
         Ok(self.networks.q_values(&inputs, actions))
     }
@@ -499,8 +479,7 @@ impl<E: GoalEnv> Ddpg<E> {
     pub fn frozen_policy(&self) -> DdpgPolicy {
         DdpgPolicy {
             actor: self.networks.actor().clone(),
-            obs_norm: self.obs_norm.clone(),
-            goal_norm: self.goal_norm.clone(),
+            norms: self.norms.clone(),
             clip_obs: self.config.clip_obs as f32,
             action_space: self.action_space.clone(),
             device: self.networks.acting_device().clone(),
@@ -597,20 +576,16 @@ impl<E: GoalEnv> Ddpg<E> {
             &mut rng,
             &mut self.transitions,
         );
-        let clip = self.config.clip_obs as f32;
-        let clamp = |v: &[f32]| v.iter().map(|x| x.clamp(-clip, clip)).collect::<Vec<_>>();
-        self.obs_norm.update(&clamp(&self.transitions.obs))?;
-        self.goal_norm.update(&clamp(&self.transitions.goals))
+        self.norms.update_clamped(
+            &self.transitions.obs,
+            &self.transitions.goals,
+            self.config.clip_obs as f32,
+        )
     }
 
     /// Averages both normalisers' pending statistics in one reducer call.
     fn sync_normalizers(&mut self, reducer: &mut dyn MeanReducer) -> Result<()> {
-        let mut stats = self.obs_norm.pending_stats();
-        let split = stats.len();
-        stats.extend(self.goal_norm.pending_stats());
-        reducer.mean(&mut stats)?;
-        self.obs_norm.apply_stats(&stats[..split])?;
-        self.goal_norm.apply_stats(&stats[split..])
+        GoalNormalizer::sync_all([&mut self.norms], reducer)
     }
 
     // ---------------------------------------------------------------------
@@ -638,22 +613,9 @@ impl<E: GoalEnv> Ddpg<E> {
                 &batch.obs[i * d.obs..(i + 1) * d.obs],
                 &batch.next_obs[i * d.obs..(i + 1) * d.obs],
             );
-            push_input(
-                &self.obs_norm,
-                &self.goal_norm,
-                clip,
-                o,
-                goal,
-                &mut out.inputs,
-            )?;
-            push_input(
-                &self.obs_norm,
-                &self.goal_norm,
-                clip,
-                o_next,
-                goal,
-                &mut out.next_inputs,
-            )?;
+            self.norms.push_input(o, goal, clip, &mut out.inputs)?;
+            self.norms
+                .push_input(o_next, goal, clip, &mut out.next_inputs)?;
         }
         out.actions.clone_from(&batch.actions);
         out.rewards.clone_from(&batch.rewards);
@@ -678,7 +640,8 @@ impl<E: GoalEnv> Ddpg<E> {
             );
             self.prepare_batch()?;
             let stats = self.networks.update(&self.net_batch, &settings, reducer)?;
-            tally.add(stats, self.transitions.relabelled_fraction());
+            tally.networks.add(stats);
+            tally.relabelled += self.transitions.relabelled_fraction();
             tally.relabels.merge(&self.transitions.relabel_counts());
             self.updates += 1;
         }
@@ -694,12 +657,8 @@ impl<E: GoalEnv> Ddpg<E> {
         averaged: bool,
         stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
-        if averaged && self.config.train_every == TrainEvery::Step {
-            return Err(Error::Config(
-                "ddpg train_every = \"step\" cannot average gradients across workers, whose \
-                 episode lengths differ; use \"episode\" or \"cycle\""
-                    .into(),
-            ));
+        if averaged {
+            self.config.check_averaging()?;
         }
         let mut report = LearnReport::default();
         let mut tally = Tally::default();
@@ -739,15 +698,15 @@ impl<E: GoalEnv> Ddpg<E> {
                 }
             }
         }
-        if tally.updates > 0 {
-            let n = tally.updates as f64;
+        if tally.networks.updates > 0 {
+            let means = tally.networks.means();
             report.scalars.extend([
-                ("losses/critic".to_string(), tally.critic_loss / n),
-                ("losses/actor".to_string(), tally.actor_loss / n),
-                ("charts/q_mean".to_string(), tally.q_mean / n),
+                ("losses/critic".to_string(), means.critic_loss),
+                ("losses/actor".to_string(), means.actor_loss),
+                ("charts/q_mean".to_string(), means.q_mean),
                 (
                     "charts/relabelled_fraction".to_string(),
-                    tally.relabelled / n,
+                    tally.relabelled / tally.networks.updates as f64,
                 ),
             ]);
             report.scalars.extend(tally.relabels.shares());
@@ -780,43 +739,21 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
     /// [`GoalEnv::is_success`] of the final achieved and desired goals.
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
         let policy = self.frozen_policy();
-        let (mut returns, mut lengths, mut successes) = (Vec::new(), Vec::new(), 0usize);
-        for i in 0..episodes {
-            let mut obs = self.eval_env.reset(Some(seed.wrapping_add(i as u64)));
-            let (mut undiscounted, mut length) = (0.0f64, 0u64);
-            loop {
-                let step = self.eval_env.step(&policy.try_act(&obs)?)?;
-                undiscounted += step.reward as f64;
-                length += 1;
-                if step.done() {
-                    let success = match step.info.get("is_success") {
-                        Some(flag) => flag > 0.5,
-                        None => {
-                            let (_, achieved, desired) = self.eval_env.split_obs(&step.obs);
-                            self.eval_env.is_success(achieved, desired)
-                        }
-                    };
-                    successes += usize::from(success);
-                    break;
-                }
-                obs = step.obs;
+        let success = |env: &E, step: &shoal_core::Step| match step.info.get("is_success") {
+            Some(flag) => flag > 0.5,
+            None => {
+                let (_, achieved, desired) = env.split_obs(&step.obs);
+                env.is_success(achieved, desired)
             }
-            returns.push(undiscounted);
-            lengths.push(length as f64);
-        }
-        Ok(EvalReport::from_episodes(
-            &returns,
-            &lengths,
-            Some(successes),
-        ))
+        };
+        evaluate_policy_with(&mut self.eval_env, &policy, episodes, seed, Some(&success))
     }
 
     fn save_state(&self) -> Vec<u8> {
         postcard::to_stdvec(&DdpgState {
             version: STATE_VERSION,
             networks: self.networks.save_state(),
-            obs_norm: self.obs_norm.clone(),
-            goal_norm: self.goal_norm.clone(),
+            norms: self.norms.clone(),
             episodes: self.episodes,
             env_steps: self.env_steps,
             rounds: self.rounds,
@@ -834,11 +771,11 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
                 state.version
             )));
         }
-        if state.obs_norm.dim() != self.dims.obs || state.goal_norm.dim() != self.dims.goal {
+        if state.norms.obs.dim() != self.dims.obs || state.norms.goal.dim() != self.dims.goal {
             return Err(Error::Shape(format!(
                 "DDPG state normalises {} + {} features, this agent {} + {}",
-                state.obs_norm.dim(),
-                state.goal_norm.dim(),
+                state.norms.obs.dim(),
+                state.norms.goal.dim(),
                 self.dims.obs,
                 self.dims.goal
             )));
@@ -846,8 +783,7 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
         let mut networks = self.networks.clone();
         networks.load_state(&state.networks)?;
         self.networks = networks;
-        self.obs_norm = state.obs_norm;
-        self.goal_norm = state.goal_norm;
+        self.norms = state.norms;
         self.episodes = state.episodes;
         self.env_steps = state.env_steps;
         self.rounds = state.rounds;
@@ -885,6 +821,7 @@ impl<E: GoalEnv> GradientLearner for Ddpg<E> {
 #[cfg(test)]
 mod tests {
     use shoal_env::PointGoal;
+    use shoal_policy::Normalizer;
 
     use super::*;
     use crate::testutil::{point_goal, two_workers};
@@ -913,8 +850,8 @@ mod tests {
         networks.load_state(&state.networks).unwrap();
         (
             networks.target_parameters(),
-            state.obs_norm,
-            state.goal_norm,
+            state.norms.obs,
+            state.norms.goal,
             [state.episodes, state.env_steps, state.rounds, state.updates],
         )
     }
@@ -1070,8 +1007,8 @@ mod tests {
         // std, clamp to ±5; observation part, then goal, per row.
         let by_hand =
             |x: f32, mean: f32, std: f32| ((x.clamp(-200.0, 200.0) - mean) / std).clamp(-5.0, 5.0);
-        let (om, os) = (learner.obs_norm.mean(), learner.obs_norm.std());
-        let (gm, gs) = (learner.goal_norm.mean(), learner.goal_norm.std());
+        let (om, os) = (learner.norms.obs.mean(), learner.norms.obs.std());
+        let (gm, gs) = (learner.norms.goal.mean(), learner.norms.goal.std());
         let mut inputs = Vec::new();
         for row in 0..2 {
             let o = &obs[row * d.obs..(row + 1) * d.obs];

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Env, Result, StopFlag};
+use crate::{Env, Result, Step, StopFlag};
 
 /// A frozen policy: a deterministic map from observation to action.
 ///
@@ -23,6 +23,12 @@ use crate::{Env, Result, StopFlag};
 pub trait Policy {
     /// The action to take in `obs`, with exploration switched off.
     fn act(&self, obs: &[f32]) -> Vec<f32>;
+
+    /// [`Policy::act`], or the error that kept the policy from acting (an
+    /// observation of the wrong shape). Default: `act` never fails.
+    fn try_act(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        Ok(self.act(obs))
+    }
 }
 
 /// What a stretch of training did: one entry per finished episode, plus losses.
@@ -241,6 +247,28 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
     seed: u64,
     success_key: Option<&str>,
 ) -> Result<EvalReport> {
+    match success_key {
+        Some(key) => {
+            let from_info = |_: &E, step: &Step| step.info.get(key).unwrap_or(0.0) > 0.5;
+            evaluate_policy_with(env, policy, episodes, seed, Some(&from_info))
+        }
+        None => evaluate_policy_with(env, policy, episodes, seed, None),
+    }
+}
+
+/// Decides whether an episode succeeded from its env and final step.
+pub type SuccessFn<'a, E> = dyn Fn(&E, &Step) -> bool + 'a;
+
+/// [`evaluate_policy`], with the success of an episode decided by
+/// `success(env, final_step)` (a goal task: the final step's `is_success`
+/// info, or the goals compared); `None`: no success rate.
+pub fn evaluate_policy_with<E: Env + ?Sized, P: Policy + ?Sized>(
+    env: &mut E,
+    policy: &P,
+    episodes: usize,
+    seed: u64,
+    success: Option<&SuccessFn<'_, E>>,
+) -> Result<EvalReport> {
     // Grown as episodes finish, not reserved: `episodes` may be a user's typo.
     let (mut returns, mut lengths) = (Vec::new(), Vec::new());
     let mut successes = 0usize;
@@ -248,13 +276,11 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
         let mut obs = env.reset(Some(seed.wrapping_add(i as u64)));
         let (mut ret, mut len) = (0.0f64, 0u64);
         loop {
-            let step = env.step(&policy.act(&obs))?;
+            let step = env.step(&policy.try_act(&obs)?)?;
             ret += step.reward as f64;
             len += 1;
             if step.done() {
-                if let Some(key) = success_key
-                    && step.info.get(key).unwrap_or(0.0) > 0.5
-                {
+                if success.is_some_and(|succeeded| succeeded(env, &step)) {
                     successes += 1;
                 }
                 break;
@@ -267,7 +293,7 @@ pub fn evaluate_policy<E: Env + ?Sized, P: Policy + ?Sized>(
     Ok(EvalReport::from_episodes(
         &returns,
         &lengths,
-        success_key.map(|_| successes),
+        success.map(|_| successes),
     ))
 }
 

@@ -49,7 +49,7 @@ pub use env::{Env, GoalEnv, Info, Step, TimeLimit};
 pub use error::{Error, Result};
 pub use learner::{
     Alone, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, RolloutLearner,
-    evaluate_policy,
+    SuccessFn, evaluate_policy, evaluate_policy_with,
 };
 pub use seeding::{derive_seed, rng_from_seed};
 pub use space::Space;

@@ -50,7 +50,7 @@ pub use beta::{
 pub use critic::{Critic, CriticConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use noise::{ActionNoise, GaussianNoise, NoiseKind, OrnsteinUhlenbeckNoise};
-pub use normalizer::Normalizer;
+pub use normalizer::{GoalNormalizer, Normalizer};
 pub use params::{canonicalise, flatten, flatten_grads, grads_from_flat, unflatten};
 pub use special::{
     beta_entropy, beta_entropy_grad, beta_log_prob, beta_log_prob_grad, digamma, lgamma, ln_beta,

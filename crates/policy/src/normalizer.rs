@@ -246,6 +246,94 @@ impl Normalizer {
     }
 }
 
+/// The two normalisers of a goal-conditioned network's input — one for the
+/// observation part, one for the goal — as DDPG and every HAC level keep
+/// them. Inputs are clamped to ±`clip_obs` (baselines' `clip_obs`) before
+/// they are counted or normalised.
+///
+/// ```
+/// use shoal_core::Alone;
+/// use shoal_policy::GoalNormalizer;
+///
+/// let mut norms = GoalNormalizer::new(2, 1, 5.0, 0.01);
+/// norms.update_clamped(&[1.0, 2.0, 3.0, 4.0], &[0.5, 1.5], 200.0).unwrap();
+/// GoalNormalizer::sync_all([&mut norms], &mut Alone).unwrap();
+/// let mut input = Vec::new();
+/// norms.push_input(&[2.0, 3.0], &[1.0], 200.0, &mut input).unwrap();
+/// assert_eq!(input, vec![0.0, 0.0, 0.0]); // the means map to zero
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalNormalizer {
+    /// Normaliser of the observation part.
+    pub obs: Normalizer,
+    /// Normaliser of the goal.
+    pub goal: Normalizer,
+}
+
+impl GoalNormalizer {
+    /// Fresh normalisers of `obs_dim` and `goal_dim` features, clipping
+    /// normalised values to ±`clip` with standard deviations of at least `eps`.
+    pub fn new(obs_dim: usize, goal_dim: usize, clip: f32, eps: f32) -> Self {
+        let normalizer = |dim| Normalizer::new(dim).with_clip(clip).with_eps(eps);
+        GoalNormalizer {
+            obs: normalizer(obs_dim),
+            goal: normalizer(goal_dim),
+        }
+    }
+
+    /// Counts row-major observation parts and goals, each clamped to
+    /// ±`clip_obs` first, into the pending statistics.
+    pub fn update_clamped(&mut self, obs: &[f32], goals: &[f32], clip_obs: f32) -> Result<()> {
+        let clamp = |v: &[f32]| {
+            v.iter()
+                .map(|x| x.clamp(-clip_obs, clip_obs))
+                .collect::<Vec<_>>()
+        };
+        self.obs.update(&clamp(obs))?;
+        self.goal.update(&clamp(goals))
+    }
+
+    /// Appends the network input for observation part `obs` and goal `goal`:
+    /// each clamped to ±`clip_obs`, then normalised.
+    pub fn push_input(
+        &self,
+        obs: &[f32],
+        goal: &[f32],
+        clip_obs: f32,
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
+        self.obs.normalize_clipped_into(obs, clip_obs, out)?;
+        self.goal.normalize_clipped_into(goal, clip_obs, out)
+    }
+
+    /// Averages the pending statistics of every normaliser in `all` (each
+    /// pair's observation, then goal statistics, in order) in one reducer
+    /// call and folds them in, so workers call the reducer equally often
+    /// however many normalisers they keep.
+    pub fn sync_all<'a>(
+        all: impl IntoIterator<Item = &'a mut GoalNormalizer>,
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<()> {
+        let all: Vec<&mut GoalNormalizer> = all.into_iter().collect();
+        let mut stats = Vec::new();
+        let mut ends = Vec::with_capacity(2 * all.len());
+        for norms in &all {
+            stats.extend(norms.obs.pending_stats());
+            ends.push(stats.len());
+            stats.extend(norms.goal.pending_stats());
+            ends.push(stats.len());
+        }
+        reducer.mean(&mut stats)?;
+        let mut start = 0;
+        for (norms, ends) in all.into_iter().zip(ends.chunks_exact(2)) {
+            norms.obs.apply_stats(&stats[start..ends[0]])?;
+            norms.goal.apply_stats(&stats[ends[0]..ends[1]])?;
+            start = ends[1];
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

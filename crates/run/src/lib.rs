@@ -71,6 +71,7 @@ mod claim;
 mod finish;
 mod parallel;
 mod progress;
+pub mod projection;
 mod recorder;
 mod single;
 mod spec;

@@ -14,7 +14,7 @@ use super::{Control, OnIteration};
 use crate::comm::{Communicator, comm_error};
 use crate::profile::TimedComm;
 
-/// What a [`Strategy`] sees of its run: the communicator, the counters
+/// What a [`Strategy`](crate::Strategy) sees of its run: the communicator, the counters
 /// before the current iteration, the resume point, and the helpers the
 /// built-in strategies use to share outcomes and state.
 pub struct Context<'a> {
@@ -43,7 +43,7 @@ impl<'a> Context<'a> {
         self.counters.iteration + 1
     }
 
-    /// Total iterations of the run (0 inside [`Strategy::start`]).
+    /// Total iterations of the run (0 inside [`Strategy::start`](crate::Strategy::start)).
     pub fn iterations(&self) -> u64 {
         self.iterations
     }
@@ -120,7 +120,7 @@ impl<'a> Context<'a> {
         own_error_first(outcome, share(self.comm, from_root))
     }
 
-    /// `outcome` with this worker's [`WorkerProfile`] since its previous
+    /// `outcome` with this worker's [`WorkerProfile`](crate::WorkerProfile) since its previous
     /// one: CPU time computing and time in collectives, which
     /// [`Context::record`] gathers into [`IterationRecord::profile`].
     /// [`Context::share_record`] calls it; a strategy that gathers its
@@ -135,7 +135,7 @@ impl<'a> Context<'a> {
 
     /// Loads the resumed state (if any) on every rank, else rank 0's
     /// learner's state, so every worker starts from the same agent,
-    /// optimiser moments included. For [`Strategy::start`].
+    /// optimiser moments included. For [`Strategy::start`](crate::Strategy::start).
     pub fn start_from_root<L: Learner + ?Sized>(&self, learner: &mut L) -> Result<()> {
         match (&self.resume.state, self.comm.is_root()) {
             (Some(state), true) => {

@@ -80,7 +80,7 @@ impl PoolConfig {
 /// 5. every `eval_interval` iterations rank 0 evaluates the promoted agent
 ///    again, on the run's fixed evaluation seed: the best of several noisy
 ///    scores overstates the winner, so the selection score is recorded
-///    apart ([`IterationRecord::selection`]) and the curve that compares
+///    apart (`pool/selection_return_mean` in [`IterationRecord::fields`]) and the curve that compares
 ///    with a single learner's is this evaluation's.
 ///
 /// Workers differ only through their learners: their own random streams and

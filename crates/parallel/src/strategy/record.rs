@@ -73,7 +73,7 @@ pub enum RecordValue {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct IterationRecord {
-    /// The strategy's [`Strategy::name`].
+    /// The strategy's [`Strategy::name`](crate::Strategy::name).
     pub strategy: String,
     /// Number of this iteration, from 1; equals the iterations completed.
     pub iteration: u64,
@@ -101,7 +101,7 @@ pub struct IterationRecord {
     /// Scalars of the update that produced the current agent (losses,
     /// entropy), namespaced as in [`LearnReport::scalars`].
     pub scalars: Vec<(String, f64)>,
-    /// Every worker's replay memory ([`Learner::save_memory`]), index =
+    /// Every worker's replay memory ([`Learner::save_memory`](shoal_core::Learner::save_memory)), index =
     /// rank, on the iterations where the strategy gathers them for a
     /// checkpoint (`memory_interval` of the pool and averaging configs);
     /// `None` on other iterations and for learners that keep no memory.
@@ -110,7 +110,7 @@ pub struct IterationRecord {
     pub memories: Option<Vec<Vec<u8>>>,
     /// Where every worker's time went since the previous record, by rank
     /// (empty if the strategy did not attach profiles; see
-    /// [`Context::with_profile`]). Measured, so it differs from run to run
+    /// [`Context::with_profile`](crate::Context::with_profile)). Measured, so it differs from run to run
     /// and takes no part in comparing records; rank 0 alone holds it.
     #[serde(skip)]
     pub profile: Measured<Vec<WorkerProfile>>,
@@ -191,7 +191,7 @@ pub struct RunSummary {
 }
 
 /// One worker's contribution to an iteration's record, sent to rank 0 by
-/// [`Context::share_record`]. Start from [`WorkerStats::from_report`] and
+/// [`Context::share_record`](crate::Context::share_record). Start from [`WorkerStats::from_report`] and
 /// set what else applies; new fields may be added.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -214,7 +214,7 @@ pub struct WorkerStats {
     /// workers stay in sync.
     pub parameter_hash: Option<u64>,
     /// This worker's time since its previous record
-    /// ([`Context::with_profile`] sets it).
+    /// ([`Context::with_profile`](crate::Context::with_profile) sets it).
     pub profile: Option<WorkerProfile>,
 }
 

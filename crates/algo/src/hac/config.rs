@@ -1,0 +1,212 @@
+//! [`HacConfig`]: the hierarchy's settings, with the paper's values.
+
+use serde::{Deserialize, Serialize};
+use shoal_core::{Error, Result};
+use shoal_policy::NoiseKind;
+
+use crate::actor_critic::UpdateSettings;
+use crate::check;
+
+/// Hyperparameters of [`Hac`](crate::Hac). Defaults are the paper's (2 levels, H = 25,
+/// λ = 0.3, penalty −H, targets in `[−H, 0]`) and Levy's DDPG settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HacConfig {
+    /// Levels of the hierarchy, 2 or 3. Default 2.
+    pub levels: usize,
+    /// Actions per attempt of each level, H (the paper: 25 for 2 levels,
+    /// 10 for 3). Also the missed-subgoal penalty `−H` and the critic target
+    /// range `[−H, 0]`. Default 25.
+    pub horizon: usize,
+    /// Probability λ that a proposed subgoal is tested. Default 0.3.
+    pub subgoal_test_rate: f64,
+    /// Discount factor γ (absent: `1 − 1/H`). Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    /// Hidden layer widths of every actor and critic. Default [64, 64, 64].
+    pub hidden: Vec<usize>,
+    /// Adam step size of the actors. Default 1e-3.
+    pub actor_lr: f64,
+    /// Adam step size of the critics. Default 1e-3.
+    pub critic_lr: f64,
+    /// Global gradient-norm clip of each network (absent: none). Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_grad_norm: Option<f64>,
+    /// Replay capacity of each level, in transitions. Default 1 000 000.
+    pub buffer_size: usize,
+    /// Transitions per gradient step. Default 1024.
+    pub batch_size: usize,
+    /// Gradient steps per level after every episode. Default 40.
+    pub n_batches: usize,
+    /// Target networks keep this fraction of themselves per round. Default 0.95.
+    pub polyak: f64,
+    /// Weight of the mean squared action in the actor loss; zero, because a
+    /// penalty would pull subgoals toward the centre of their range. Default 0.
+    pub action_l2: f64,
+    /// Probability of a uniformly random action (or subgoal) when exploring. Default 0.2.
+    pub random_eps: f64,
+    /// Scale of the exploration noise, in `[-1, 1]` action units. Default 0.1.
+    pub noise_eps: f64,
+    /// Kind of exploration noise. Default `gaussian`.
+    pub noise: NoiseKind,
+    /// Hindsight goals (`future`) per transition. Default 4.
+    pub her_k: usize,
+    /// Lower corner of the subgoal box in achieved-goal units (absent: the
+    /// achieved goal's bounds in the observation space). Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_low: Option<Vec<f32>>,
+    /// Upper corner of the subgoal box (absent: as `subgoal_low`). Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_high: Option<Vec<f32>>,
+    /// The components of the env's `observation` part a subgoal names
+    /// (absent: subgoals are achieved goals). The levels below the top then
+    /// pursue those components — on the arm tasks `[0, 1, 2]`, where the
+    /// gripper should be, rather than where the object should be — and
+    /// reach a subgoal within `subgoal_threshold`; `subgoal_low` /
+    /// `subgoal_high` (absent: the observation's bounds) give one bound per
+    /// index. Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_indices: Option<Vec<usize>>,
+    /// Euclidean distance within which the levels below the top reach their
+    /// subgoals. Absent (the default): subgoals of `subgoal_indices` within
+    /// 0.05 (the arm tasks' goal threshold), achieved-goal subgoals as the env
+    /// scores its goals. Set, it scores both kinds, so achieved-goal subgoals
+    /// may be looser (or tighter) than the task's goal; the top level always
+    /// pursues the task's goal as the env scores it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_threshold: Option<f64>,
+    /// Observations and goals are clamped to ±this before normalising. Default 200.
+    pub clip_obs: f64,
+    /// Normalised inputs are clipped to ±this. Default 5.
+    pub norm_clip: f64,
+    /// Lower bound of the normalisers' standard deviation. Default 0.01.
+    pub norm_eps: f64,
+}
+
+impl Default for HacConfig {
+    fn default() -> Self {
+        HacConfig {
+            levels: 2,
+            horizon: 25,
+            subgoal_test_rate: 0.3,
+            gamma: None,
+            hidden: vec![64, 64, 64],
+            actor_lr: 1e-3,
+            critic_lr: 1e-3,
+            max_grad_norm: None,
+            buffer_size: 1_000_000,
+            batch_size: 1024,
+            n_batches: 40,
+            polyak: 0.95,
+            action_l2: 0.0,
+            random_eps: 0.2,
+            noise_eps: 0.1,
+            noise: NoiseKind::Gaussian,
+            her_k: 4,
+            subgoal_low: None,
+            subgoal_high: None,
+            subgoal_indices: None,
+            subgoal_threshold: None,
+            clip_obs: 200.0,
+            norm_clip: 5.0,
+            norm_eps: 0.01,
+        }
+    }
+}
+
+impl HacConfig {
+    /// Checks every value; the error names the offending key.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |key: &str, why: &str| Err(Error::Config(format!("hac {key} {why}")));
+        if !(2..=3).contains(&self.levels) {
+            return bad("levels", "must be 2 or 3");
+        }
+        if !(2..=check::MAX_HORIZON).contains(&self.horizon) {
+            return bad("horizon", "must be between 2 and 1000");
+        }
+        if !(0.0..=1.0).contains(&self.subgoal_test_rate) {
+            return bad("subgoal_test_rate", "must be a probability");
+        }
+        if self.gamma.is_some_and(|g| !(0.0..1.0).contains(&g)) {
+            return bad("gamma", "must be in [0, 1)");
+        }
+        if !(0.0..=1.0).contains(&self.polyak) {
+            return bad("polyak", "must be in [0, 1]");
+        }
+        check::positive("hac", "actor_lr", self.actor_lr)?;
+        check::positive("hac", "critic_lr", self.critic_lr)?;
+        check::grad_norm("hac", self.max_grad_norm)?;
+        check::hidden("hac", &self.hidden)?;
+        check::count("hac", "batch_size", self.batch_size, check::MAX_BATCH)?;
+        check::count("hac", "n_batches", self.n_batches, check::MAX_BATCH)?;
+        if self.her_k > check::MAX_HER_K {
+            return bad("her_k", "must be at most 64");
+        }
+        if self.buffer_size == 0 {
+            return bad("buffer_size", "must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.random_eps) {
+            return bad("random_eps", "must be a probability");
+        }
+        if !(self.noise_eps.is_finite() && self.noise_eps >= 0.0) {
+            return bad("noise_eps", "must be finite and non-negative");
+        }
+        if !(self.action_l2.is_finite() && self.action_l2 >= 0.0) {
+            return bad("action_l2", "must be finite and non-negative");
+        }
+        if !(self.clip_obs > 0.0 && self.norm_clip > 0.0 && self.norm_eps > 0.0) {
+            return bad("clip_obs / norm_clip / norm_eps", "must be positive");
+        }
+        match (&self.subgoal_low, &self.subgoal_high) {
+            (None, None) => {}
+            (Some(low), Some(high)) => {
+                let ok = low.len() == high.len()
+                    && low
+                        .iter()
+                        .zip(high)
+                        .all(|(l, h)| l.is_finite() && h.is_finite() && l < h);
+                if !ok {
+                    return bad(
+                        "subgoal_low / subgoal_high",
+                        "must be finite, equally long, with low < high",
+                    );
+                }
+            }
+            _ => return bad("subgoal_low / subgoal_high", "must be given together"),
+        }
+        if let Some(indices) = &self.subgoal_indices
+            && !(1..=check::MAX_SUBGOAL_DIM).contains(&indices.len())
+        {
+            return bad("subgoal_indices", "must name between 1 and 64 components");
+        }
+        if let Some(threshold) = self.subgoal_threshold
+            && !(threshold.is_finite() && threshold > 0.0)
+        {
+            return bad("subgoal_threshold", "must be finite and positive");
+        }
+        Ok(())
+    }
+
+    /// The length of a subgoal on an env with goals of `goal_dim`.
+    pub(super) fn subgoal_dim(&self, goal_dim: usize) -> usize {
+        self.subgoal_indices.as_ref().map_or(goal_dim, Vec::len)
+    }
+
+    /// The discount factor: `gamma`, or `1 − 1/H`.
+    pub fn discount(&self) -> f64 {
+        self.gamma.unwrap_or(1.0 - 1.0 / self.horizon as f64)
+    }
+
+    /// The reward of a missed tested subgoal, `−H`.
+    pub fn penalty(&self) -> f32 {
+        -(self.horizon as f32)
+    }
+
+    pub(super) fn settings(&self) -> UpdateSettings {
+        UpdateSettings {
+            gamma: self.discount() as f32,
+            action_l2: self.action_l2 as f32,
+            target_clip: Some((self.penalty(), 0.0)),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! HAC, Hierarchical Actor-Critic (Levy et al., 2019, "Learning Multi-Level Hierarchies with Hindsight").
+//!
+//! Read in this order: `config.rs` (the settings, with the paper's
+//! values), `models.rs` (the shared networks, [`HacModels`]), `attempt.rs`
+//! (the three kinds of transitions built from one level's attempt),
+//! `rollout.rs` (the hierarchical rollout), then `agent.rs` (the agent,
+//! [`Hac`], and its `Learner` plumbing). Each level replays from a [`TransitionBuffer`]
+//! (`transition_buffer.rs`) and learns through an [`ActorCritic`].
+//!
+//! # The hierarchy
+//!
+//! Level `L − 1` (the top) is given the environment's desired goal; every
+//! level `i > 0` proposes a *subgoal* — by default in the achieved-goal
+//! space, or in chosen components of the observation
+//! ([`HacConfig::subgoal_indices`], e.g. where the gripper should be) — and
+//! level `i − 1` gets at most `H` actions to reach it. Level 0 acts in the
+//! environment. An attempt of level `i` ends after `H` actions, when the
+//! achieved goal reaches the goal of level `i` or of any level above it, or
+//! when the environment ends the episode. Each level is a DDPG learner
+//! ([`ActorCritic`]) whose critic targets are clipped to `[−H, 0]`.
+//!
+//! # Transitions (the part that is easy to get wrong)
+//!
+//! For every action of level `i` with state `s`, goal `g`, next state `s'`:
+//!
+//! * **hindsight action**: the action is replaced by the subgoal the level
+//!   below actually achieved (`ag(s')`) when it missed the proposed one, so
+//!   the upper level learns from a lower level that behaves optimally;
+//!   reward `0` / terminal when `ag(s')` reaches `g`, else `−1`.
+//! * **hindsight goal** (HER, `future`, `k` per transition): the same
+//!   transition with `g` replaced by `ag` of a later state of the attempt.
+//! * **subgoal testing** (levels `i > 0`): with probability λ a proposed
+//!   subgoal is *tested*: every level below acts without noise, and if the
+//!   subgoal is missed the *proposed* action gets reward `−H` with discount
+//!   0, teaching the level which subgoals are out of reach.
+//!
+//! # Reproducibility
+//!
+//! Episode `k` resets its environment with the seed derived from `(seed, k)`
+//! and explores with generators derived from `(seed, k)`; the training round
+//! after episode `k` samples with a generator derived from `(seed, k)`.
+//! Counters and networks are the state, the buffers the memory, so a resumed
+//! run continues with exactly the numbers of an uninterrupted one.
+//!
+//! # Sharing networks
+//!
+//! [`HacModels`] (one [`ActorCritic`] and two normalisers per level) is apart
+//! from [`Hac`] (envs, buffers, counters): several workers are built from
+//! clones of one `HacModels` ([`Hac::with_models`]) and stay bit-identical
+//! under [`GradientLearner::learn_averaged`], where every gradient and the
+//! normaliser statistics pass through the reducer. The number of reducer
+//! calls per episode is fixed (1 + levels × `n_batches`), so workers whose
+//! episodes differ in length never fall out of step.
+
+mod agent;
+mod attempt;
+mod config;
+mod models;
+mod rollout;
+#[cfg(test)]
+mod tests;
+
+pub use agent::{Hac, HacFrame};
+pub use attempt::{Attempt, attempt_transitions};
+pub use config::HacConfig;
+pub use models::{HacLevel, HacModels};
