@@ -13,26 +13,27 @@ use shoal_parallel::{Backend, Communicator, launch};
 use crate::config::{EnvConfig, preset};
 use crate::train::{make_env, make_learner, make_rollout_learner};
 
-/// A `bench-env` name and the default config of the env it measures.
-pub type BenchEnv = (&'static str, fn() -> EnvConfig);
+/// The default config of an env `shoal bench-env` measures.
+pub type BenchEnv = fn() -> EnvConfig;
 
-/// The envs `shoal bench-env` measures, by name, with default settings;
-/// its `--help` and its unknown-env error list this table.
+/// The envs `shoal bench-env` measures, with default settings, by the one
+/// name each has in configs (`env.kind`) and commands alike; its `--help`
+/// and its unknown-env error list this table.
 pub const BENCH_ENVS: &[BenchEnv] = &[
-    ("worm", || EnvConfig::Worm(Default::default())),
-    ("push", || EnvConfig::ArmPush(Default::default())),
-    ("ball", || EnvConfig::BallToNet(Default::default())),
+    || EnvConfig::Worm(Default::default()),
+    || EnvConfig::ArmPush(Default::default()),
+    || EnvConfig::BallToNet(Default::default()),
 ];
 
 /// The names of [`BENCH_ENVS`], comma-separated.
 pub fn bench_env_names() -> String {
-    let names: Vec<&str> = BENCH_ENVS.iter().map(|(name, _)| *name).collect();
+    let names: Vec<&str> = BENCH_ENVS.iter().map(|config| config().kind()).collect();
     names.join(", ")
 }
 
 /// `shoal bench-env`: random actions on one core, env resets included.
 pub fn bench_env(name: &str, steps: u64) -> Result<()> {
-    let Some((_, config)) = BENCH_ENVS.iter().find(|(known, _)| *known == name) else {
+    let Some(config) = BENCH_ENVS.iter().find(|config| config().kind() == name) else {
         return Err(Error::Config(format!(
             "unknown env `{name}` (envs: {})",
             bench_env_names()

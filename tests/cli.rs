@@ -409,7 +409,8 @@ fn bench_env_help_names_every_env() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(shoal::bench::BENCH_ENVS.len() >= 3);
-    for (name, _) in shoal::bench::BENCH_ENVS {
+    for config in shoal::bench::BENCH_ENVS {
+        let name = config().kind();
         assert!(
             text.contains(name),
             "`{name}` missing from bench-env --help"

@@ -114,7 +114,7 @@ def main() -> None:
         )
     if args.shoal_bin:
         cases["shoal bench-env worm (Rust)"] = lambda: bench_env_rust(args.shoal_bin, "worm")
-        cases["shoal bench-env push (Rust)"] = lambda: bench_env_rust(args.shoal_bin, "push")
+        cases["shoal bench-env arm-push (Rust)"] = lambda: bench_env_rust(args.shoal_bin, "arm-push")
 
     load_before = os.getloadavg()
     results: dict[str, list[float]] = {name: [] for name in cases}

@@ -151,14 +151,7 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
             }
             let mut record = ctx.record(stats);
             record.scalars = stats[0].scalars.clone();
-            if ctx.is_due(config.schedule.eval_interval) {
-                ctx.evaluate_into(
-                    learner,
-                    config.schedule.eval_episodes,
-                    config.schedule.seed,
-                    &mut record,
-                )?;
-            }
+            ctx.evaluate_into(learner, &config.schedule, &mut record)?;
             Ok(record)
         })
     }

@@ -9,7 +9,7 @@ use shoal_core::{Error, Learner, Result};
 use super::record::{
     Counters, IterationRecord, Resume, WorkerStats, eval_steps, record_from_stats,
 };
-use super::schedule::require;
+use super::schedule::{Schedule, require};
 use super::{Control, OnIteration};
 use crate::comm::{Communicator, comm_error};
 use crate::profile::TimedComm;
@@ -82,19 +82,23 @@ impl<'a> Context<'a> {
         due(interval, self.iteration(), self.iterations)
     }
 
-    /// Evaluates `learner` with frozen policies ([`Learner::evaluate`]) and
-    /// puts the result, and the env steps it took, into `record`. Call it
-    /// where only rank 0 runs, e.g. inside [`share_record`]'s `decide`.
+    /// When `schedule` has an evaluation due in this iteration, evaluates
+    /// `learner` with frozen policies ([`Learner::evaluate`], its
+    /// `eval_episodes` on its `seed`) and puts the result, and the env steps
+    /// it took, into `record`. Call it where only rank 0 runs, e.g. inside
+    /// [`share_record`]'s `decide`.
     ///
     /// [`share_record`]: Context::share_record
     pub fn evaluate_into<L: Learner + ?Sized>(
         &self,
         learner: &mut L,
-        episodes: usize,
-        seed: u64,
+        schedule: &Schedule,
         record: &mut IterationRecord,
     ) -> Result<()> {
-        let eval = learner.evaluate(episodes, seed)?;
+        if !self.is_due(schedule.eval_interval) {
+            return Ok(());
+        }
+        let eval = learner.evaluate(schedule.eval_episodes, schedule.seed)?;
         record.eval_env_steps += eval_steps(&eval);
         record.eval = Some(eval);
         Ok(())

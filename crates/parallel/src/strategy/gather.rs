@@ -121,14 +121,7 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
             let update = learner.update(&rollouts)?;
             let mut record = ctx.record(&stats);
             record.scalars = update.scalars;
-            if ctx.is_due(config.schedule.eval_interval) {
-                ctx.evaluate_into(
-                    learner,
-                    config.schedule.eval_episodes,
-                    config.schedule.seed,
-                    &mut record,
-                )?;
-            }
+            ctx.evaluate_into(learner, &config.schedule, &mut record)?;
             Ok::<IterationRecord, Error>(record)
         });
         let record = own_error_first(outcome, ctx.share(from_root))?;

@@ -193,12 +193,7 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
         learner.load_state(&state)?;
         if ctx.is_due(config.schedule.eval_interval) {
             let evaluated = comm.is_root().then(|| {
-                ctx.evaluate_into(
-                    learner,
-                    config.schedule.eval_episodes,
-                    config.schedule.seed,
-                    &mut record,
-                )?;
+                ctx.evaluate_into(learner, &config.schedule, &mut record)?;
                 Ok(record)
             });
             record = ctx.share(evaluated)?;
