@@ -366,15 +366,7 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     {
         return bad(format!("train.target_return must be finite, got {value}"));
     }
-    if !(train.stop_grace_s.is_finite()
-        && train.stop_grace_s > 0.0
-        && train.stop_grace_s <= 86_400.0)
-    {
-        return bad(format!(
-            "train.stop_grace_s must be in (0, 86400] seconds, got {}",
-            train.stop_grace_s
-        ));
-    }
+    train.stop_grace()?;
     if train.stop_at_target
         && shoal_run::run_target(&run_spec(cfg), None).is_none()
         && !matches!(cfg.env, EnvConfig::Worm(_))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use shoal_core::StopFlag;
+use shoal_core::{Error, Result, StopFlag};
 use shoal_parallel::Backend;
 
 /// How long to train and how often to evaluate and checkpoint: the `train`
@@ -61,6 +61,20 @@ impl Default for TrainConfig {
             stop_at_target: false,
             stop_grace_s: 20.0,
         }
+    }
+}
+
+impl TrainConfig {
+    /// `stop_grace_s` as a duration, or the one-line error for a value
+    /// outside (0, 86 400] seconds.
+    pub fn stop_grace(&self) -> Result<Duration> {
+        let seconds = self.stop_grace_s;
+        if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+            return Err(Error::Config(format!(
+                "train.stop_grace_s must be in (0, 86400] seconds, got {seconds}"
+            )));
+        }
+        Ok(Duration::from_secs_f64(seconds))
     }
 }
 

@@ -125,19 +125,9 @@ impl Drop for StopGuard {
     }
 }
 
-/// The grace period of `train.stop_grace_s`, checked.
-pub(crate) fn grace(seconds: f64) -> Result<Duration> {
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(Error::Config(format!(
-            "train.stop_grace_s must be in (0, 86400] seconds, got {seconds}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 /// The stop source of a run: the caller's flag, or SIGINT/SIGTERM.
 pub(crate) fn stop_guard(spec: &RunSpec, options: &RunOptions) -> Result<StopGuard> {
-    let grace = grace(spec.train.stop_grace_s)?;
+    let grace = spec.train.stop_grace()?;
     match &options.stop {
         Some(flag) => Ok(StopGuard::manual(flag.clone())),
         None => StopGuard::on_signals(grace),
