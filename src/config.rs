@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use shoal_algo::{DdpgConfig, HacConfig, ReinforceConfig};
+use shoal_algo::{DdpgConfig, HacConfig, PpoConfig, ReinforceConfig};
 use shoal_core::{Error, Result};
 use shoal_parallel::Backend;
 
@@ -54,6 +54,8 @@ impl EnvConfig {
 pub enum AlgoConfig {
     /// REINFORCE with a baseline and a Beta policy.
     Reinforce(ReinforceConfig),
+    /// PPO with GAE(λ) and a Beta policy (or a Gaussian one).
+    Ppo(PpoConfig),
     /// DDPG with hindsight experience replay, for goal tasks.
     Ddpg(DdpgConfig),
     /// Hierarchical actor-critic with HER, for goal tasks.
@@ -65,6 +67,7 @@ impl AlgoConfig {
     pub fn kind(&self) -> &'static str {
         match self {
             AlgoConfig::Reinforce(_) => "reinforce",
+            AlgoConfig::Ppo(_) => "ppo",
             AlgoConfig::Ddpg(_) => "ddpg",
             AlgoConfig::Hac(_) => "hac",
         }
@@ -309,6 +312,26 @@ pub const PRESETS: &[Preset] = &[
         build: || longer_worm(7, worm_pool()),
     },
     Preset {
+        name: "worm-ppo",
+        about: "swimming worm, PPO + Beta policy, one learner",
+        build: worm_ppo,
+    },
+    Preset {
+        name: "worm5-ppo",
+        about: "5-link swimming worm, PPO + Beta policy, one learner",
+        build: || longer_worm(5, worm_ppo()),
+    },
+    Preset {
+        name: "worm7-ppo",
+        about: "7-link swimming worm, PPO + Beta policy, one learner",
+        build: || longer_worm(7, worm_ppo()),
+    },
+    Preset {
+        name: "toy-ppo",
+        about: "point-reaching toy task, PPO (seconds; for tests)",
+        build: toy_ppo,
+    },
+    Preset {
         name: "toy-reinforce",
         about: "point-reaching toy task, REINFORCE (seconds; for tests)",
         build: toy_reinforce,
@@ -377,6 +400,38 @@ fn worm_reinforce() -> RunConfig {
         algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
         train: TrainConfig::default(),
         parallel: ParallelConfig::default(),
+    }
+}
+
+/// PPO on the worm: CleanRL's continuous-action defaults with RL Zoo's
+/// Swimmer discount (γ = 0.9999: the worm's reward is its forward speed, so
+/// a far-sighted return is what a gait maximises), 3 × 10⁶ env steps.
+fn worm_ppo() -> RunConfig {
+    RunConfig {
+        algo: AlgoConfig::Ppo(PpoConfig {
+            gamma: 0.9999,
+            ..PpoConfig::default()
+        }),
+        train: TrainConfig {
+            episodes: 3_000,
+            eval_every: 50,
+            checkpoint_every: 250,
+            ..TrainConfig::default()
+        },
+        ..worm_reinforce()
+    }
+}
+
+fn toy_ppo() -> RunConfig {
+    RunConfig {
+        algo: AlgoConfig::Ppo(PpoConfig {
+            episodes_per_rollout: 8,
+            minibatches: 4,
+            hidden: vec![32],
+            learning_rate: 3e-3,
+            ..PpoConfig::default()
+        }),
+        ..toy_reinforce()
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
-use shoal_algo::{Ddpg, Hac, Reinforce};
+use shoal_algo::{Ddpg, Hac, Ppo, Reinforce};
 use shoal_core::{Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner};
 use shoal_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
 use shoal_parallel::{
@@ -57,6 +57,7 @@ pub fn make_learner(
     let seed = shoal_parallel::worker_seed(cfg.seed, rank);
     match &cfg.algo {
         AlgoConfig::Reinforce(_) => Ok(Box::new(make_reinforce(cfg, rank, lr_scale)?)),
+        AlgoConfig::Ppo(_) => Ok(Box::new(make_ppo(cfg, rank, lr_scale)?)),
         AlgoConfig::Ddpg(algo) => {
             let mut algo = algo.clone();
             algo.actor_lr *= lr_scale;
@@ -108,8 +109,9 @@ fn replay_share(cfg: &RunConfig, total: usize) -> usize {
 pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn RolloutLearner>> {
     match &cfg.algo {
         AlgoConfig::Reinforce(_) => Ok(Box::new(make_reinforce(cfg, rank, 1.0)?)),
+        AlgoConfig::Ppo(_) => Ok(Box::new(make_ppo(cfg, rank, 1.0)?)),
         other => Err(Error::Config(format!(
-            "parallel.strategy `gather` needs a batch algorithm (reinforce), not `{}`",
+            "parallel.strategy `gather` needs a batch algorithm (reinforce, ppo), not `{}`",
             other.kind()
         ))),
     }
@@ -124,6 +126,27 @@ fn make_reinforce(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Reinfor
     algo.value_learning_rate *= lr_scale;
     let seed = shoal_parallel::worker_seed(cfg.seed, rank);
     Reinforce::new(algo, make_env(&cfg.env)?, make_env(&cfg.env)?, seed)
+}
+
+/// PPO anneals its learning rate over the episodes its updates will learn
+/// from: the whole budget for one learner and under rollout gathering
+/// (rank 0 learns from every worker's episodes), a worker's share under
+/// averaging and the pool.
+fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
+    let AlgoConfig::Ppo(algo) = &cfg.algo else {
+        unreachable!("called for ppo configs only")
+    };
+    let mut algo = algo.clone();
+    algo.learning_rate *= lr_scale;
+    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    let budget = match cfg.parallel.strategy {
+        StrategyKind::None | StrategyKind::Gather => cfg.train.episodes,
+        _ => cfg
+            .train
+            .episodes
+            .div_ceil(cfg.parallel.workers.max(1) as u64),
+    };
+    Ok(Ppo::new(algo, make_env(&cfg.env)?, make_env(&cfg.env)?, seed)?.anneal_over(budget))
 }
 
 /// The evaluation seed of a run.

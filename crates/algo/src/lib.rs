@@ -2,6 +2,8 @@
 //!
 //! * REINFORCE with a baseline for Beta policies ([`Reinforce`],
 //!   [`ReinforceConfig`]).
+//! * PPO with GAE(λ), a Beta policy by default and a Gaussian one to
+//!   compare ([`Ppo`], [`PpoConfig`], [`PolicyKind`]).
 //! * DDPG with hindsight experience replay for goal tasks, with OpenAI
 //!   baselines' HER defaults ([`Ddpg`], [`DdpgConfig`]); [`DdpgPolicy`] is
 //!   the frozen policy for evaluation.
@@ -28,8 +30,10 @@ mod check;
 mod ddpg;
 mod hac;
 mod her;
+mod ppo;
 mod reinforce;
 mod replay;
+mod rollout;
 mod transition_buffer;
 mod versioned;
 
@@ -44,8 +48,10 @@ pub use her::{
     GoalOrigin, GoalReward, HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
     WithinDistance, goal_origin, sample_batch, sample_episode,
 };
-pub use reinforce::{Baseline, Reinforce, ReinforceConfig, Rollout};
+pub use ppo::{PolicyKind, Ppo, PpoConfig, PpoPolicy, gae};
+pub use reinforce::{Baseline, Reinforce, ReinforceConfig};
 pub use replay::{Episode, EpisodeDims, Motion, ReplayBuffer};
+pub use rollout::Rollout;
 pub use transition_buffer::{Transition, TransitionBuffer, TransitionDims};
 
 /// The README's example, compiled and run with the doctests.

@@ -11,11 +11,10 @@
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
-use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result,
-    RolloutLearner, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed,
+    RolloutLearner, Space, StopFlag, derive_seed, evaluate_policy,
 };
 use shoal_policy::{
     Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
@@ -24,6 +23,7 @@ use shoal_policy::{
 };
 
 use crate::check;
+use crate::rollout::{Rollout, play_episode};
 use crate::versioned::Format;
 
 /// What the advantage subtracts from the return.
@@ -112,27 +112,6 @@ impl Default for ReinforceConfig {
             max_grad_norm: 0.5,
             running_mean_decay: 0.9,
         }
-    }
-}
-
-/// One episode as collected: enough to compute the update, and nothing more.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Rollout {
-    /// Observations `s_0 … s_{T−1}`, row-major `[T, obs_dim]`.
-    pub obs: Vec<f32>,
-    /// Actions in unit space `(0, 1)`, row-major `[T, act_dim]`.
-    pub unit_actions: Vec<f32>,
-    /// Rewards `r_0 … r_{T−1}`.
-    pub rewards: Vec<f32>,
-    /// Observation after the last step, for bootstrapping a truncated episode.
-    pub final_obs: Vec<f32>,
-    /// Whether the episode ended by truncation (time limit) rather than termination.
-    pub truncated: bool,
-}
-
-impl Rollout {
-    fn len(&self) -> usize {
-        self.rewards.len()
     }
 }
 
@@ -247,32 +226,21 @@ impl<E: Env> Reinforce<E> {
     // Collection
     // ---------------------------------------------------------------------
 
-    /// Plays one episode with the stochastic policy. Episode `k` of a run
-    /// always uses the env seed and sampling stream derived from `(seed, k)`,
-    /// so a resumed run replays exactly what an uninterrupted one would.
+    /// Plays one episode with the stochastic policy (seeded by its number:
+    /// see [`play_episode`]).
     fn collect_episode(&mut self) -> Result<(Rollout, f64)> {
-        let episode = self.episodes;
-        let mut rng: StdRng = rng_from_seed(derive_seed(self.seed, 1_000 + episode));
-        let mut obs = self
-            .env
-            .reset(Some(derive_seed(self.seed, 2_000_000_000 + episode)));
-        let mut rollout = Rollout::default();
-        let mut undiscounted = 0.0;
-        loop {
-            let (alpha, beta) = self.acting.distribution(&obs, &self.plain);
-            let unit = sample_unit(&alpha, &beta, &mut rng);
-            let step = self.env.step(&self.action_space.from_unit(&unit))?;
-            rollout.obs.extend_from_slice(&obs);
-            rollout.unit_actions.extend_from_slice(&unit);
-            rollout.rewards.push(step.reward);
-            undiscounted += step.reward as f64;
-            if step.done() {
-                rollout.truncated = !step.terminated;
-                rollout.final_obs = step.obs;
-                break;
-            }
-            obs = step.obs;
-        }
+        let (acting, plain) = (&self.acting, &self.plain);
+        let (rollout, undiscounted) = play_episode(
+            &mut self.env,
+            &self.action_space,
+            self.seed,
+            self.episodes,
+            |obs, rng| {
+                let (alpha, beta) = acting.distribution(obs, plain);
+                sample_unit(&alpha, &beta, rng)
+            },
+            |unit| unit.to_vec(),
+        )?;
         self.episodes += 1;
         self.env_steps += rollout.len() as u64;
         Ok((rollout, undiscounted))
@@ -561,7 +529,9 @@ mod tests {
     use shoal_env::{PointReach, PointReachConfig};
 
     use super::*;
-    use crate::testutil::{Recording, adam_first_step, assert_all_close, negate};
+    use crate::testutil::{
+        Recording, adam_first_step, assert_all_close, mlp_f64, negate, numeric_gradient,
+    };
 
     fn toy(seed: u64, config: ReinforceConfig) -> Reinforce<PointReach> {
         let env = || PointReach::new(PointReachConfig::default()).unwrap();
@@ -644,40 +614,6 @@ mod tests {
             GradientLearner::parameters(&a),
             GradientLearner::parameters(&c)
         );
-    }
-
-    /// `tanh` MLP in f64 from flat parameters laid out as `flatten` does:
-    /// per layer the `[in, out]` weight row-major, then the bias.
-    fn mlp_f64(params: &[f64], sizes: &[usize], x: &[f64]) -> Vec<f64> {
-        let (mut at, mut h) = (0, x.to_vec());
-        for (layer, pair) in sizes.windows(2).enumerate() {
-            let (inp, out) = (pair[0], pair[1]);
-            let (w, b) = (&params[at..at + inp * out], &params[at + inp * out..]);
-            h = (0..out)
-                .map(|o| {
-                    let z = b[o] + (0..inp).map(|i| h[i] * w[i * out + o]).sum::<f64>();
-                    if layer + 2 < sizes.len() { z.tanh() } else { z }
-                })
-                .collect();
-            at += inp * out + out;
-        }
-        h
-    }
-
-    /// Central differences of `f` at `x`, in f64.
-    fn numeric_gradient(x: &[f64], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
-        let mut probe = x.to_vec();
-        (0..x.len())
-            .map(|i| {
-                let h = 1e-6;
-                probe[i] = x[i] + h;
-                let up = f(&probe);
-                probe[i] = x[i] - h;
-                let down = f(&probe);
-                probe[i] = x[i];
-                (up - down) / (2.0 * h)
-            })
-            .collect()
     }
 
     /// The policy and value gradients of one REINFORCE update on `rollouts`,

@@ -210,3 +210,37 @@ pub(crate) fn check_damaged_loads<B: Clone>(
     }
     loaded
 }
+
+/// `tanh` MLP in f64 from flat parameters laid out as `flatten` does:
+/// per layer the `[in, out]` weight row-major, then the bias.
+pub(crate) fn mlp_f64(params: &[f64], sizes: &[usize], x: &[f64]) -> Vec<f64> {
+    let (mut at, mut h) = (0, x.to_vec());
+    for (layer, pair) in sizes.windows(2).enumerate() {
+        let (inp, out) = (pair[0], pair[1]);
+        let (w, b) = (&params[at..at + inp * out], &params[at + inp * out..]);
+        h = (0..out)
+            .map(|o| {
+                let z = b[o] + (0..inp).map(|i| h[i] * w[i * out + o]).sum::<f64>();
+                if layer + 2 < sizes.len() { z.tanh() } else { z }
+            })
+            .collect();
+        at += inp * out + out;
+    }
+    h
+}
+
+/// Central differences of `f` at `x`, in f64.
+pub(crate) fn numeric_gradient(x: &[f64], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+    let mut probe = x.to_vec();
+    (0..x.len())
+        .map(|i| {
+            let h = 1e-6;
+            probe[i] = x[i] + h;
+            let up = f(&probe);
+            probe[i] = x[i] - h;
+            let down = f(&probe);
+            probe[i] = x[i];
+            (up - down) / (2.0 * h)
+        })
+        .collect()
+}

@@ -205,6 +205,38 @@ impl Normalizer {
         }
     }
 
+    /// The mean and standard deviation in use, as `[mean | std]` (`2·dim`
+    /// values): what a worker that acts with another learner's statistics
+    /// needs (rollout gathering, where only rank 0 sees every observation).
+    pub fn in_use(&self) -> Vec<f32> {
+        let mut out = self.mean.clone();
+        out.extend_from_slice(&self.std);
+        out
+    }
+
+    /// Acts with another normaliser's [`Normalizer::in_use`] statistics from
+    /// now on. The totals stay as they are, so the next sync recomputes
+    /// mean and std from this normaliser's own data.
+    pub fn use_statistics(&mut self, in_use: &[f32]) -> Result<()> {
+        let dim = self.dim();
+        if in_use.len() != 2 * dim {
+            return Err(Error::Shape(format!(
+                "normaliser statistics in use have {} values, expected {}",
+                in_use.len(),
+                2 * dim
+            )));
+        }
+        let (mean, std) = in_use.split_at(dim);
+        if mean.iter().any(|v| !v.is_finite()) || std.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(Error::Shape(
+                "normaliser statistics in use must be finite, with positive std".into(),
+            ));
+        }
+        self.mean.copy_from_slice(mean);
+        self.std.copy_from_slice(std);
+        Ok(())
+    }
+
     /// `clip((x − mean) / std, −clip, clip)` of row-major `rows`.
     pub fn normalize(&self, rows: &[f32]) -> Result<Vec<f32>> {
         let mut out = Vec::with_capacity(rows.len());

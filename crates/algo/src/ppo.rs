@@ -1,0 +1,1527 @@
+//! Proximal policy optimisation (Schulman et al., 2017) with a Beta policy
+//! for bounded actions (Chou et al., 2017), or a Gaussian one to compare.
+//!
+//! Read top to bottom: the config with its defaults, the policy's
+//! distribution, collection, the batch an update learns from (normalised
+//! observations, scaled rewards, GAE(λ) advantages and value targets), one
+//! minibatch's losses and gradients, the update loop, then the `Learner`
+//! plumbing that lets every parallel strategy drive it.
+//!
+//! The defaults are CleanRL's `ppo_continuous_action.py` (itself SB3's PPO
+//! with RL Zoo's `VecNormalize`): 10 epochs of 32 minibatches per rollout,
+//! clip 0.2, GAE λ 0.95, Adam 3e-4 annealed to 0, gradient norm 0.5,
+//! observations and rewards normalised and clipped to ±10, 64 × 64 `tanh`
+//! networks. Three things differ, each for a reason:
+//!
+//! * **Whole episodes.** A rollout is `episodes_per_rollout` complete
+//!   episodes rather than a fixed step count that runs across episode ends:
+//!   every checkpoint then falls between episodes, so a resumed run replays
+//!   the uninterrupted one exactly, and every worker of a parallel run
+//!   contributes whole episodes. The worm's 1 000-step episodes make two of
+//!   them CleanRL's 2 048-step rollout.
+//! * **Two optimisers.** Policy and value networks share no layers, so each
+//!   has its own Adam and its own gradient clip; `vf_coef` then only scales
+//!   a gradient Adam normalises away, and is not a setting.
+//! * **Statistics move once per update.** Observations are normalised with
+//!   the statistics of the last update while collecting and learning, then
+//!   the batch is folded in; the discounted-return statistics that scale
+//!   rewards take the batch in before it is scaled. Workers that average
+//!   gradients average these statistics too, so every worker stays
+//!   bit-identical.
+//!
+//! A Beta policy's log-density needs the digamma function for its gradient,
+//! which burn lacks. As in [`crate::Reinforce`], the loss's gradient with
+//! respect to the network's raw outputs is computed analytically on the CPU
+//! and injected as `Σ detach(c) · out`, whose gradient with respect to the
+//! network is exactly the PPO gradient.
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+use shoal_core::{
+    Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
+    Result, RolloutLearner, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed,
+};
+use shoal_policy::{
+    Activation, Mlp, MlpConfig, Normalizer, Trained, beta_entropy, beta_entropy_grad,
+    beta_log_prob, beta_log_prob_grad, rows_to_tensor, sample_unit, training_device,
+};
+
+use crate::check;
+use crate::rollout::{Rollout, play_episode};
+use crate::versioned::Format;
+
+/// The distribution the policy network parameterises, per action component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// Beta(α, β) on the action's bounds, α, β = 1 + softplus(·) (Chou et al.).
+    Beta,
+    /// A Gaussian on [-1, 1] whose draws are clipped to the bounds
+    /// (SB3's and CleanRL's default); the log-density is the unclipped draw's.
+    GaussianClip,
+    /// A Gaussian squashed by `tanh` onto the bounds. The squashing's
+    /// Jacobian does not depend on the parameters, so the ratio is the
+    /// Gaussian's; the entropy bonus is the Gaussian's.
+    GaussianTanh,
+}
+
+/// Hyperparameters of [`Ppo`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PpoConfig {
+    /// Discount factor γ. Default 0.99.
+    pub gamma: f64,
+    /// GAE's λ: 0 is one-step TD, 1 Monte Carlo. Default 0.95.
+    pub gae_lambda: f64,
+    /// Adam step size of both networks. Default 3e-4.
+    pub learning_rate: f64,
+    /// Anneal the step size linearly to 0 over the run's budget
+    /// ([`Ppo::anneal_over`]). Default true.
+    pub anneal_lr: bool,
+    /// Whole episodes collected per update. Default 2.
+    pub episodes_per_rollout: usize,
+    /// Passes over each rollout. Default 10.
+    pub epochs: usize,
+    /// Minibatches per pass (each about rollout steps / minibatches rows). Default 32.
+    pub minibatches: usize,
+    /// The ratio's clip range ε. Default 0.2.
+    pub clip_range: f64,
+    /// Clip the value prediction to within this of the rollout's prediction
+    /// (0: no value clipping, SB3's default). Default 0.
+    pub value_clip_range: f64,
+    /// Standardise advantages within each minibatch. Default true.
+    pub normalize_advantages: bool,
+    /// Weight of the entropy bonus. Default 0.
+    pub entropy_coef: f64,
+    /// Global gradient-norm clip of each network. Default 0.5.
+    pub max_grad_norm: f64,
+    /// Stop an update's epochs once a minibatch's approximate KL exceeds
+    /// 1.5 × this (SB3's rule; 0: never). Default 0.
+    pub target_kl: f64,
+    /// Normalise observations by running statistics, clipped to ±10. Default true.
+    pub normalize_observations: bool,
+    /// Scale rewards by the running standard deviation of the discounted
+    /// return, clipped to ±10. Default true.
+    pub normalize_rewards: bool,
+    /// Hidden layer widths of the policy and value networks. Default [64, 64].
+    pub hidden: Vec<usize>,
+    /// The policy's distribution. Default `beta`.
+    pub policy: PolicyKind,
+}
+
+impl Default for PpoConfig {
+    fn default() -> Self {
+        PpoConfig {
+            gamma: 0.99,
+            gae_lambda: 0.95,
+            learning_rate: 3e-4,
+            anneal_lr: true,
+            episodes_per_rollout: 2,
+            epochs: 10,
+            minibatches: 32,
+            clip_range: 0.2,
+            value_clip_range: 0.0,
+            normalize_advantages: true,
+            entropy_coef: 0.0,
+            max_grad_norm: 0.5,
+            target_kl: 0.0,
+            normalize_observations: true,
+            normalize_rewards: true,
+            hidden: vec![64, 64],
+            policy: PolicyKind::Beta,
+        }
+    }
+}
+
+/// Largest number of epochs or minibatches per update.
+const MAX_PASSES: usize = 10_000;
+
+impl PpoConfig {
+    /// Checks every value; the error names the offending key.
+    pub fn validate(&self) -> Result<()> {
+        for (key, value) in [("gamma", self.gamma), ("gae_lambda", self.gae_lambda)] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(check::bad(
+                    "ppo",
+                    key,
+                    format!("must be in [0, 1], got {value}"),
+                ));
+            }
+        }
+        check::positive("ppo", "learning_rate", self.learning_rate)?;
+        check::positive("ppo", "clip_range", self.clip_range)?;
+        check::positive("ppo", "max_grad_norm", self.max_grad_norm)?;
+        check::hidden("ppo", &self.hidden)?;
+        check::count(
+            "ppo",
+            "episodes_per_rollout",
+            self.episodes_per_rollout,
+            check::MAX_BATCH,
+        )?;
+        check::count("ppo", "epochs", self.epochs, MAX_PASSES)?;
+        check::count("ppo", "minibatches", self.minibatches, MAX_PASSES)?;
+        for (key, value) in [
+            ("value_clip_range", self.value_clip_range),
+            ("entropy_coef", self.entropy_coef),
+            ("target_kl", self.target_kl),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(check::bad(
+                    "ppo",
+                    key,
+                    format!("must be finite and ≥ 0, got {value}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+// -------------------------------------------------------------------------
+// The policy's distribution, from the network's 2 · act_dim raw outputs
+// -------------------------------------------------------------------------
+
+/// Bounds of a Gaussian's log standard deviation (as SB3's SAC).
+const LOG_STD_MIN: f64 = -5.0;
+const LOG_STD_MAX: f64 = 2.0;
+/// ½ ln 2π.
+const HALF_LN_TWO_PI: f64 = 0.918_938_533_204_672_7;
+
+fn softplus(z: f64) -> f64 {
+    z.max(0.0) + (-z.abs()).exp().ln_1p()
+}
+
+fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+/// A log standard deviation from its raw output, and whether the clamp let
+/// the gradient through.
+fn log_std(z: f64) -> (f64, f64) {
+    if (LOG_STD_MIN..=LOG_STD_MAX).contains(&z) {
+        (z, 1.0)
+    } else {
+        (z.clamp(LOG_STD_MIN, LOG_STD_MAX), 0.0)
+    }
+}
+
+impl PolicyKind {
+    /// `ln π(x)` of one component with raw outputs `(za, zb)`, and its
+    /// gradient with respect to `(za, zb)`.
+    fn log_prob(self, za: f64, zb: f64, x: f64) -> (f64, f64, f64) {
+        match self {
+            PolicyKind::Beta => {
+                let (alpha, beta) = (1.0 + softplus(za), 1.0 + softplus(zb));
+                let (ga, gb) = beta_log_prob_grad(x, alpha, beta);
+                (
+                    beta_log_prob(x, alpha, beta),
+                    ga * sigmoid(za),
+                    gb * sigmoid(zb),
+                )
+            }
+            PolicyKind::GaussianClip | PolicyKind::GaussianTanh => {
+                let (ls, pass) = log_std(zb);
+                let d = (x - za) / ls.exp();
+                (
+                    -0.5 * d * d - ls - HALF_LN_TWO_PI,
+                    d / ls.exp(),
+                    (d * d - 1.0) * pass,
+                )
+            }
+        }
+    }
+
+    /// The entropy of one component and its gradient with respect to `(za, zb)`.
+    fn entropy(self, za: f64, zb: f64) -> (f64, f64, f64) {
+        match self {
+            PolicyKind::Beta => {
+                let (alpha, beta) = (1.0 + softplus(za), 1.0 + softplus(zb));
+                let (ga, gb) = beta_entropy_grad(alpha, beta);
+                (
+                    beta_entropy(alpha, beta),
+                    ga * sigmoid(za),
+                    gb * sigmoid(zb),
+                )
+            }
+            PolicyKind::GaussianClip | PolicyKind::GaussianTanh => {
+                let (ls, pass) = log_std(zb);
+                (ls + 0.5 + HALF_LN_TWO_PI, 0.0, pass)
+            }
+        }
+    }
+
+    /// One draw per component from the raw outputs `out` (`[za… | zb…]`).
+    fn sample(self, out: &[f32], rng: &mut StdRng) -> Vec<f32> {
+        let half = out.len() / 2;
+        let (za, zb) = out.split_at(half);
+        match self {
+            PolicyKind::Beta => {
+                let alpha: Vec<f32> = za
+                    .iter()
+                    .map(|z| (1.0 + softplus(*z as f64)) as f32)
+                    .collect();
+                let beta: Vec<f32> = zb
+                    .iter()
+                    .map(|z| (1.0 + softplus(*z as f64)) as f32)
+                    .collect();
+                sample_unit(&alpha, &beta, rng)
+            }
+            PolicyKind::GaussianClip | PolicyKind::GaussianTanh => za
+                .iter()
+                .zip(zb)
+                .map(|(mu, z)| {
+                    let noise: f64 = StandardNormal.sample(rng);
+                    (*mu as f64 + log_std(*z as f64).0.exp() * noise) as f32
+                })
+                .collect(),
+        }
+    }
+
+    /// The deterministic draw used in evaluation: the Beta's mean, the Gaussian's mean.
+    fn mode(self, out: &[f32]) -> Vec<f32> {
+        let half = out.len() / 2;
+        let (za, zb) = out.split_at(half);
+        match self {
+            PolicyKind::Beta => za
+                .iter()
+                .zip(zb)
+                .map(|(a, b)| {
+                    let (a, b) = (1.0 + softplus(*a as f64), 1.0 + softplus(*b as f64));
+                    (a / (a + b)) as f32
+                })
+                .collect(),
+            PolicyKind::GaussianClip | PolicyKind::GaussianTanh => za.to_vec(),
+        }
+    }
+
+    /// A draw as a unit action in `[0, 1]`.
+    fn to_unit(self, draws: &[f32]) -> Vec<f32> {
+        draws
+            .iter()
+            .map(|&u| match self {
+                PolicyKind::Beta => u,
+                PolicyKind::GaussianClip => 0.5 * (u.clamp(-1.0, 1.0) + 1.0),
+                PolicyKind::GaussianTanh => 0.5 * (u.tanh() + 1.0),
+            })
+            .collect()
+    }
+}
+
+/// A frozen PPO policy: normalises the observation as in training and acts
+/// with the distribution's mean, mapped onto the action space.
+#[derive(Debug, Clone)]
+pub struct PpoPolicy {
+    net: Mlp,
+    kind: PolicyKind,
+    normalizer: Option<Normalizer>,
+    space: Space,
+    device: Device,
+}
+
+impl PpoPolicy {
+    fn raw_outputs(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        let input = match &self.normalizer {
+            Some(norm) => norm.normalize(obs)?,
+            None => obs.to_vec(),
+        };
+        let out = self
+            .net
+            .forward(rows_to_tensor(&input, input.len(), &self.device));
+        Ok(out.into_data().try_to_vec().expect("f32 tensor"))
+    }
+}
+
+impl Policy for PpoPolicy {
+    fn act(&self, obs: &[f32]) -> Vec<f32> {
+        self.try_act(obs).expect("observation of the trained size")
+    }
+
+    fn try_act(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        let out = self.raw_outputs(obs)?;
+        Ok(self
+            .space
+            .from_unit(&self.kind.to_unit(&self.kind.mode(&out))))
+    }
+}
+
+// -------------------------------------------------------------------------
+// GAE(λ)
+// -------------------------------------------------------------------------
+
+/// GAE(λ) advantages and value targets of one episode: `values[t]` is
+/// V(s_t), `bootstrap` is V(s_T) after a truncation and 0 after a
+/// termination. `δ_t = r_t + γ V(s_{t+1}) − V(s_t)`,
+/// `Â_t = δ_t + γλ Â_{t+1}`, target `Â_t + V(s_t)`.
+pub fn gae(
+    rewards: &[f64],
+    values: &[f64],
+    bootstrap: f64,
+    gamma: f64,
+    lambda: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    assert_eq!(rewards.len(), values.len(), "one value per reward");
+    let mut advantages = vec![0.0; rewards.len()];
+    let (mut next_value, mut next_advantage) = (bootstrap, 0.0);
+    for t in (0..rewards.len()).rev() {
+        let delta = rewards[t] + gamma * next_value - values[t];
+        next_advantage = delta + gamma * lambda * next_advantage;
+        advantages[t] = next_advantage;
+        next_value = values[t];
+    }
+    let targets = advantages.iter().zip(values).map(|(a, v)| a + v).collect();
+    (advantages, targets)
+}
+
+// -------------------------------------------------------------------------
+// Saved state
+// -------------------------------------------------------------------------
+
+/// Everything [`Ppo`] changes while training, for checkpoints and for
+/// copying the best agent between workers.
+#[derive(Serialize, Deserialize)]
+struct PpoState {
+    policy: Vec<u8>,
+    value: Vec<u8>,
+    observations: Normalizer,
+    returns: Normalizer,
+    episodes: u64,
+    env_steps: u64,
+    updates: u64,
+    episodes_learned: u64,
+}
+
+/// The saved state's header: bumped whenever [`PpoState`] changes.
+const STATE_FORMAT: Format = Format {
+    name: "PPO state",
+    magic: *b"shoalPPO",
+    version: 1,
+};
+
+/// The shape a saved state was written for.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct StateDims {
+    observation: u64,
+    action: u64,
+}
+
+// -------------------------------------------------------------------------
+// The agent
+// -------------------------------------------------------------------------
+
+/// A PPO agent on its own environment.
+pub struct Ppo<E: Env> {
+    config: PpoConfig,
+    env: E,
+    eval_env: E,
+    action_space: Space,
+    obs_dim: usize,
+    act_dim: usize,
+    /// Autodiff device for updates.
+    device: Device,
+    /// The same device without autodiff, for acting.
+    plain: Device,
+    policy: Trained<Mlp>,
+    /// Autodiff-free copy of `policy.module` for acting, refreshed after each update.
+    acting: Mlp,
+    value: Trained<Mlp>,
+    /// Observation statistics (used only with `normalize_observations`).
+    observations: Normalizer,
+    /// Statistics of the discounted return, whose std scales rewards.
+    returns: Normalizer,
+    seed: u64,
+    episodes: u64,
+    env_steps: u64,
+    updates: u64,
+    /// Episodes the updates so far have learned from (all workers' under
+    /// rollout gathering): the learning-rate schedule's clock.
+    episodes_learned: u64,
+    /// Episodes over which the learning rate anneals to 0 (0: constant).
+    anneal_episodes: u64,
+}
+
+/// One update's data: what every minibatch draws rows from.
+#[derive(Clone, Debug, Default)]
+struct Batch {
+    /// Observations as the networks see them (normalised), `[n, obs_dim]`.
+    obs: Vec<f32>,
+    /// The policy's draws, `[n, act_dim]`.
+    draws: Vec<f32>,
+    /// `ln π_old(draw | s)`, summed over components.
+    log_prob_old: Vec<f64>,
+    advantages: Vec<f64>,
+    /// Value targets (GAE advantage + V_old).
+    targets: Vec<f64>,
+    /// V_old(s): the rollout's value predictions.
+    values_old: Vec<f64>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.advantages.len()
+    }
+}
+
+/// What one minibatch's losses came to.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct MinibatchStats {
+    /// The clipped surrogate alone (the entropy bonus is not in it).
+    policy_loss: f64,
+    value_loss: f64,
+    /// Mean over rows of the policy's entropy, summed over components.
+    entropy: f64,
+    clip_fraction: f64,
+    approx_kl: f64,
+}
+
+impl<E: Env> Ppo<E> {
+    /// An agent with networks initialised from `seed`, training on `env` and
+    /// evaluating on `eval_env` (two instances of the same task).
+    pub fn new(config: PpoConfig, env: E, eval_env: E, seed: u64) -> Result<Self> {
+        config.validate()?;
+        let action_space = check::bounded_actions(&env, "PPO's policies")?;
+        let obs_dim = env.observation_space().dim();
+        let act_dim = action_space.dim();
+        let device = training_device();
+        let net = |outputs, stream| {
+            shoal_policy::canonicalise(
+                MlpConfig::new(obs_dim, config.hidden.clone(), outputs)
+                    .init_with(Activation::Tanh, &device),
+                derive_seed(seed, stream),
+            )
+        };
+        let clip = Some(config.max_grad_norm);
+        let policy = Trained::adam(net(2 * act_dim, 1), config.learning_rate, clip);
+        let value = Trained::adam(net(1, 2), config.learning_rate, clip);
+        Ok(Ppo {
+            acting: policy.module.valid(),
+            policy,
+            value,
+            observations: Normalizer::new(obs_dim).with_clip(10.0).with_eps(1e-4),
+            returns: Normalizer::new(1).with_eps(1e-4),
+            config,
+            env,
+            eval_env,
+            action_space,
+            obs_dim,
+            act_dim,
+            plain: device.clone().inner(),
+            device,
+            seed,
+            episodes: 0,
+            env_steps: 0,
+            updates: 0,
+            episodes_learned: 0,
+            anneal_episodes: 0,
+        })
+    }
+
+    /// With `anneal_lr`, the learning rate falls linearly from its setting
+    /// to 0 as the updates learn from `episodes` episodes: the run's budget
+    /// as this learner's updates see it (all workers' episodes under rollout
+    /// gathering, its own share under averaging or the pool).
+    #[must_use]
+    pub fn anneal_over(mut self, episodes: u64) -> Self {
+        self.anneal_episodes = episodes;
+        self
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &PpoConfig {
+        &self.config
+    }
+
+    /// Episodes trained so far (survives save/load).
+    pub fn episodes(&self) -> u64 {
+        self.episodes
+    }
+
+    /// The current policy, frozen for evaluation.
+    pub fn frozen_policy(&self) -> PpoPolicy {
+        PpoPolicy {
+            net: self.acting.clone(),
+            kind: self.config.policy,
+            normalizer: self
+                .config
+                .normalize_observations
+                .then(|| self.observations.clone()),
+            space: self.action_space.clone(),
+            device: self.plain.clone(),
+        }
+    }
+
+    fn state_dims(&self) -> StateDims {
+        StateDims {
+            observation: self.obs_dim as u64,
+            action: self.act_dim as u64,
+        }
+    }
+
+    /// The learning rate the next update steps with.
+    fn current_learning_rate(&self) -> f64 {
+        if !self.config.anneal_lr || self.anneal_episodes == 0 {
+            return self.config.learning_rate;
+        }
+        let left = 1.0 - self.episodes_learned as f64 / self.anneal_episodes as f64;
+        // Never exactly 0: a resumed run past its budget still moves.
+        self.config.learning_rate * left.max(1e-3)
+    }
+
+    // ---------------------------------------------------------------------
+    // Collection
+    // ---------------------------------------------------------------------
+
+    fn normalized(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        normalize_if(&self.observations, self.config.normalize_observations, obs)
+    }
+
+    fn collect(&mut self, episodes: usize) -> Result<(Vec<Rollout>, LearnReport)> {
+        // Not with_capacity: `episodes` comes from the caller's budget.
+        let mut rollouts = Vec::new();
+        let mut report = LearnReport::default();
+        let kind = self.config.policy;
+        for _ in 0..episodes {
+            let (acting, plain, observations) = (&self.acting, &self.plain, &self.observations);
+            let (normalize, act_dim) = (self.config.normalize_observations, self.act_dim);
+            let mut failure = None;
+            let draw = |obs: &[f32], rng: &mut StdRng| {
+                match normalize_if(observations, normalize, obs) {
+                    Ok(input) => {
+                        let out = acting.forward(rows_to_tensor(&input, input.len(), plain));
+                        kind.sample(&out.into_data().try_to_vec().expect("f32 tensor"), rng)
+                    }
+                    Err(e) => {
+                        // The env's observation has the wrong size: reported
+                        // after the episode, which a neutral action ends.
+                        failure.get_or_insert(e);
+                        vec![0.5; act_dim]
+                    }
+                }
+            };
+            let (rollout, ret) = play_episode(
+                &mut self.env,
+                &self.action_space,
+                self.seed,
+                self.episodes,
+                draw,
+                |draws| kind.to_unit(draws),
+            )?;
+            if let Some(error) = failure {
+                return Err(error);
+            }
+            self.episodes += 1;
+            self.env_steps += rollout.len() as u64;
+            report.episode_returns.push(ret);
+            report.episode_lengths.push(rollout.len() as u64);
+            rollouts.push(rollout);
+        }
+        Ok((rollouts, report))
+    }
+}
+
+fn normalize_if(observations: &Normalizer, on: bool, obs: &[f32]) -> Result<Vec<f32>> {
+    if on {
+        observations.normalize(obs)
+    } else {
+        Ok(obs.to_vec())
+    }
+}
+
+impl<E: Env> Ppo<E> {
+    // ---------------------------------------------------------------------
+    // The batch: normalised observations, scaled rewards, GAE
+    // ---------------------------------------------------------------------
+
+    fn forward_plain(&self, net: &Mlp, obs: &[f32]) -> Vec<f32> {
+        let out = net.forward(rows_to_tensor(obs, self.obs_dim, &self.plain));
+        out.into_data().try_to_vec().expect("f32 tensor")
+    }
+
+    /// Rewards as the value function learns them: each episode's rewards
+    /// divided by the running std of the discounted return (the batch's
+    /// returns folded in first, averaged across workers through `reducer`)
+    /// and clipped to ±10, or as they came.
+    fn scaled_rewards(
+        &mut self,
+        rollouts: &[Rollout],
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<Vec<Vec<f64>>> {
+        let raw = rollouts
+            .iter()
+            .map(|r| r.rewards.iter().map(|v| *v as f64).collect::<Vec<f64>>());
+        if !self.config.normalize_rewards {
+            return Ok(raw.collect());
+        }
+        let raw: Vec<Vec<f64>> = raw.collect();
+        for rewards in &raw {
+            let mut running = 0.0;
+            let discounted: Vec<f32> = rewards
+                .iter()
+                .map(|r| {
+                    running = running * self.config.gamma + r;
+                    running as f32
+                })
+                .collect();
+            self.returns.update(&discounted)?;
+        }
+        self.returns.sync(reducer)?;
+        let std = self.returns.std()[0] as f64;
+        Ok(raw
+            .into_iter()
+            .map(|rewards| {
+                rewards
+                    .iter()
+                    .map(|r| (r / std).clamp(-10.0, 10.0))
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Everything the epochs learn from, computed once with the networks
+    /// and statistics the rollouts were collected with.
+    fn prepare(&mut self, rollouts: &[Rollout], reducer: &mut dyn MeanReducer) -> Result<Batch> {
+        let rewards = self.scaled_rewards(rollouts, reducer)?;
+        let mut batch = Batch::default();
+        for (rollout, rewards) in rollouts.iter().zip(&rewards) {
+            let obs = self.normalized(&rollout.obs)?;
+            let values: Vec<f64> = self
+                .forward_plain(&self.value.module.valid(), &obs)
+                .into_iter()
+                .map(f64::from)
+                .collect();
+            let bootstrap = if rollout.truncated {
+                let last = self.normalized(&rollout.final_obs)?;
+                self.forward_plain(&self.value.module.valid(), &last)[0] as f64
+            } else {
+                0.0
+            };
+            let (advantages, targets) = gae(
+                rewards,
+                &values,
+                bootstrap,
+                self.config.gamma,
+                self.config.gae_lambda,
+            );
+            let out = self.forward_plain(&self.acting, &obs);
+            for (t, row) in out.chunks_exact(2 * self.act_dim).enumerate() {
+                let draws = &rollout.unit_actions[t * self.act_dim..(t + 1) * self.act_dim];
+                batch.log_prob_old.push(self.log_prob(row, draws).0);
+            }
+            batch.obs.extend(obs);
+            batch.draws.extend_from_slice(&rollout.unit_actions);
+            batch.advantages.extend(advantages);
+            batch.targets.extend(targets);
+            batch.values_old.extend(values);
+        }
+        Ok(batch)
+    }
+
+    /// `ln π(draws | row)` summed over components, and its gradient with
+    /// respect to the row's raw outputs.
+    fn log_prob(&self, row: &[f32], draws: &[f32]) -> (f64, Vec<f64>) {
+        let mut grad = vec![0.0; row.len()];
+        let mut total = 0.0;
+        for j in 0..self.act_dim {
+            let (lp, ga, gb) = self.config.policy.log_prob(
+                row[j] as f64,
+                row[self.act_dim + j] as f64,
+                draws[j] as f64,
+            );
+            total += lp;
+            grad[j] = ga;
+            grad[self.act_dim + j] = gb;
+        }
+        (total, grad)
+    }
+
+    // ---------------------------------------------------------------------
+    // One minibatch: the clipped surrogate, the value loss, their gradients
+    // ---------------------------------------------------------------------
+
+    /// The flat gradients `[policy | value]` of the minibatch `rows` of
+    /// `batch`:
+    ///
+    /// * policy: `−mean(min(ρ·Â, clip(ρ, 1 ± ε)·Â)) − c_H · mean(H)` with
+    ///   `ρ = π(a|s) / π_old(a|s)`, `Â` standardised within the minibatch
+    ///   (unbiased std, as SB3) and `H` the entropy summed over components;
+    /// * value: `½ · mean((V − target)²)`, or with value clipping
+    ///   `½ · mean(max((V − target)², (V_old + clip(V − V_old, ±c) − target)²))`.
+    fn minibatch_gradients(&self, batch: &Batch, rows: &[usize]) -> (Vec<f32>, MinibatchStats) {
+        let (obs_dim, act_dim) = (self.obs_dim, self.act_dim);
+        let b = rows.len();
+        let mut stats = MinibatchStats::default();
+        let obs: Vec<f32> = rows
+            .iter()
+            .flat_map(|&i| batch.obs[i * obs_dim..(i + 1) * obs_dim].iter().copied())
+            .collect();
+        let mut advantages: Vec<f64> = rows.iter().map(|&i| batch.advantages[i]).collect();
+        if self.config.normalize_advantages && b > 1 {
+            let mean = advantages.iter().sum::<f64>() / b as f64;
+            let var = advantages.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (b - 1) as f64;
+            let std = var.sqrt();
+            advantages
+                .iter_mut()
+                .for_each(|a| *a = (*a - mean) / (std + 1e-8));
+        }
+
+        // ---- policy: inject d(loss)/d(raw outputs) ----
+        let obs_tensor = rows_to_tensor(&obs, obs_dim, &self.device);
+        let out = self.policy.module.forward(obs_tensor.clone());
+        let out_v: Vec<f32> = out.clone().into_data().try_to_vec().expect("f32 tensor");
+        let (eps, entropy_coef) = (self.config.clip_range, self.config.entropy_coef);
+        let mut coef = vec![0.0f32; out_v.len()];
+        for (k, &i) in rows.iter().enumerate() {
+            let row = &out_v[k * 2 * act_dim..(k + 1) * 2 * act_dim];
+            let draws = &batch.draws[i * act_dim..(i + 1) * act_dim];
+            let (log_prob, grad) = self.log_prob(row, draws);
+            let log_ratio = log_prob - batch.log_prob_old[i];
+            let ratio = log_ratio.exp();
+            let adv = advantages[k];
+            let unclipped = ratio * adv;
+            let clipped = ratio.clamp(1.0 - eps, 1.0 + eps) * adv;
+            stats.policy_loss -= unclipped.min(clipped);
+            // The minimum's gradient flows through the unclipped term unless
+            // the clipped one is smaller (where the clipped term is constant).
+            let d_log_prob = if unclipped <= clipped {
+                -adv * ratio
+            } else {
+                0.0
+            };
+            if (ratio - 1.0).abs() > eps {
+                stats.clip_fraction += 1.0;
+            }
+            stats.approx_kl += (ratio - 1.0) - log_ratio;
+            for j in 0..act_dim {
+                let (h, ha, hb) = self
+                    .config
+                    .policy
+                    .entropy(row[j] as f64, row[act_dim + j] as f64);
+                stats.entropy += h;
+                let base = k * 2 * act_dim;
+                coef[base + j] = ((d_log_prob * grad[j] - entropy_coef * ha) / b as f64) as f32;
+                coef[base + act_dim + j] =
+                    ((d_log_prob * grad[act_dim + j] - entropy_coef * hb) / b as f64) as f32;
+            }
+        }
+        let coef = Tensor::<2>::from_data(TensorData::new(coef, [b, 2 * act_dim]), &self.device);
+        let surrogate = (out * coef).sum();
+        let mut grads = self.policy.take_grads(&mut surrogate.backward());
+
+        // ---- value: regression on the GAE targets ----
+        let column = |values: Vec<f32>| {
+            Tensor::<2>::from_data(TensorData::new(values, [b, 1]), &self.device)
+        };
+        let targets = column(rows.iter().map(|&i| batch.targets[i] as f32).collect());
+        let predicted = self.value.module.forward(obs_tensor);
+        let squared = (predicted.clone() - targets.clone()).square();
+        let loss = if self.config.value_clip_range > 0.0 {
+            let c = self.config.value_clip_range;
+            let old = column(rows.iter().map(|&i| batch.values_old[i] as f32).collect());
+            let held = old.clone() + (predicted - old).clamp(-c, c);
+            squared.max_pair((held - targets).square()).mean() * 0.5
+        } else {
+            squared.mean() * 0.5
+        };
+        stats.value_loss = loss.clone().into_scalar::<f32>() as f64;
+        grads.extend(self.value.take_grads(&mut loss.backward()));
+
+        let n = b as f64;
+        stats.policy_loss /= n;
+        stats.entropy /= n;
+        stats.clip_fraction /= n;
+        stats.approx_kl /= n;
+        (grads, stats)
+    }
+
+    // ---------------------------------------------------------------------
+    // The update
+    // ---------------------------------------------------------------------
+
+    /// Epochs of minibatch steps on `rollouts`. Each minibatch's gradient,
+    /// with its approximate KL appended, goes through `reducer` (averaged
+    /// across workers in gradient-parallel training), so every worker
+    /// takes the same steps and stops early at the same minibatch.
+    fn update(
+        &mut self,
+        rollouts: &[Rollout],
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<Vec<(String, f64)>> {
+        let batch = self.prepare(rollouts, reducer)?;
+        let n = batch.len();
+        let learning_rate = self.current_learning_rate();
+        self.policy.learning_rate = learning_rate;
+        self.value.learning_rate = learning_rate;
+        let split = self.policy.parameters().len();
+        let mut rng: StdRng = rng_from_seed(derive_seed(self.seed, 3_000_000_000 + self.updates));
+        let mut order: Vec<usize> = (0..n).collect();
+        let (mut totals, mut steps, mut grad_norm) = (MinibatchStats::default(), 0usize, 0.0);
+        let minibatches = self.config.minibatches;
+        'epochs: for _ in 0..self.config.epochs {
+            order.shuffle(&mut rng);
+            for k in 0..minibatches {
+                let rows = &order[k * n / minibatches..(k + 1) * n / minibatches];
+                // An empty minibatch (a worker with fewer rows than
+                // minibatches) still takes part in the reduction.
+                let (mut message, stats) = if rows.is_empty() {
+                    let size = split + self.value.parameters().len();
+                    (vec![0.0; size], MinibatchStats::default())
+                } else {
+                    self.minibatch_gradients(&batch, rows)
+                };
+                message.push(stats.approx_kl as f32);
+                reducer.mean(&mut message)?;
+                let approx_kl = message.pop().expect("pushed above") as f64;
+                if self.config.target_kl > 0.0 && approx_kl > 1.5 * self.config.target_kl {
+                    break 'epochs;
+                }
+                let (policy_part, value_part) = message.split_at_mut(split);
+                grad_norm = self.policy.step(policy_part)?;
+                self.value.step(value_part)?;
+                totals.policy_loss += stats.policy_loss;
+                totals.value_loss += stats.value_loss;
+                totals.entropy += stats.entropy;
+                totals.clip_fraction += stats.clip_fraction;
+                totals.approx_kl += approx_kl;
+                steps += 1;
+            }
+        }
+        self.acting = self.policy.module.valid();
+
+        // Observations join the statistics after the update that used them.
+        if self.config.normalize_observations {
+            for rollout in rollouts {
+                self.observations.update(&rollout.obs)?;
+            }
+            self.observations.sync(reducer)?;
+        }
+        self.updates += 1;
+        self.episodes_learned += rollouts.len() as u64;
+
+        let mean = |total: f64| {
+            if steps == 0 {
+                0.0
+            } else {
+                total / steps as f64
+            }
+        };
+        Ok(vec![
+            ("losses/policy".into(), mean(totals.policy_loss)),
+            ("losses/value".into(), mean(totals.value_loss)),
+            ("losses/clip_fraction".into(), mean(totals.clip_fraction)),
+            ("losses/approx_kl".into(), mean(totals.approx_kl)),
+            (
+                "losses/explained_variance".into(),
+                explained_variance(&batch.values_old, &batch.targets),
+            ),
+            ("losses/policy_grad_norm".into(), grad_norm),
+            ("charts/entropy".into(), mean(totals.entropy)),
+            ("charts/learning_rate".into(), learning_rate),
+            ("charts/minibatch_steps".into(), steps as f64),
+        ])
+    }
+
+    fn learn_with(
+        &mut self,
+        episodes: usize,
+        reducer: &mut dyn MeanReducer,
+        stop: Option<&StopFlag>,
+    ) -> Result<LearnReport> {
+        let mut report = LearnReport::default();
+        let mut remaining = episodes;
+        // A stop waits for the rollout in hand: an update's batch is the
+        // same whether or not the run was interrupted.
+        while remaining > 0 && !stop.is_some_and(StopFlag::is_requested) {
+            let batch = remaining.min(self.config.episodes_per_rollout);
+            let (rollouts, collected) = self.collect(batch)?;
+            report.extend(collected);
+            let scalars = self.update(&rollouts, reducer)?;
+            report.extend(LearnReport {
+                scalars,
+                ..Default::default()
+            });
+            remaining -= batch;
+        }
+        Ok(report)
+    }
+}
+
+/// `1 − Var(target − prediction) / Var(target)`: 1 is a perfect value
+/// function, 0 no better than a constant (NaN-free: 0 when targets are constant).
+fn explained_variance(predicted: &[f64], targets: &[f64]) -> f64 {
+    let n = targets.len() as f64;
+    if targets.len() < 2 {
+        return 0.0;
+    }
+    let var = |v: &mut dyn Iterator<Item = f64>| {
+        let values: Vec<f64> = v.collect();
+        let mean = values.iter().sum::<f64>() / n;
+        values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n
+    };
+    let var_target = var(&mut targets.iter().copied());
+    if var_target == 0.0 {
+        return 0.0;
+    }
+    let residual = var(&mut targets.iter().zip(predicted).map(|(t, p)| t - p));
+    1.0 - residual / var_target
+}
+
+impl<E: Env> Learner for Ppo<E> {
+    fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
+        self.learn_with(episodes, &mut Alone, None)
+    }
+
+    fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
+        self.learn_with(episodes, &mut Alone, Some(stop))
+    }
+
+    fn policy(&self) -> Option<Box<dyn Policy>> {
+        Some(Box::new(self.frozen_policy()))
+    }
+
+    fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
+        let policy = self.frozen_policy();
+        evaluate_policy(&mut self.eval_env, &policy, episodes, seed, None)
+    }
+
+    fn save_state(&self) -> Vec<u8> {
+        STATE_FORMAT.write(
+            &self.state_dims(),
+            &PpoState {
+                policy: self.policy.save_state(),
+                value: self.value.save_state(),
+                observations: self.observations.clone(),
+                returns: self.returns.clone(),
+                episodes: self.episodes,
+                env_steps: self.env_steps,
+                updates: self.updates,
+                episodes_learned: self.episodes_learned,
+            },
+        )
+    }
+
+    fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
+        let state: PpoState = STATE_FORMAT.read(bytes, &self.state_dims())?.0;
+        let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
+        policy.load_state(&state.policy)?;
+        value.load_state(&state.value)?;
+        if state.observations.dim() != self.obs_dim || state.returns.dim() != 1 {
+            return Err(STATE_FORMAT.unreadable("its normaliser sizes do not match"));
+        }
+        self.policy = policy;
+        self.value = value;
+        self.acting = self.policy.module.valid();
+        self.observations = state.observations;
+        self.returns = state.returns;
+        self.episodes = state.episodes;
+        self.env_steps = state.env_steps;
+        self.updates = state.updates;
+        self.episodes_learned = state.episodes_learned;
+        Ok(())
+    }
+}
+
+impl<E: Env> GradientLearner for Ppo<E> {
+    /// Policy, value network, then the observation statistics in use.
+    fn parameters(&self) -> Vec<f32> {
+        let mut flat = self.policy.parameters();
+        flat.extend(self.value.parameters());
+        flat.extend(self.observations.in_use());
+        flat
+    }
+
+    fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
+        let (policy_len, value_len) = (
+            self.policy.parameters().len(),
+            self.value.parameters().len(),
+        );
+        let expected = policy_len + value_len + 2 * self.obs_dim;
+        if params.len() != expected {
+            return Err(Error::Shape(format!(
+                "PPO parameter vector has {} values, expected {expected}",
+                params.len()
+            )));
+        }
+        let (mut policy, mut value, mut observations) = (
+            self.policy.clone(),
+            self.value.clone(),
+            self.observations.clone(),
+        );
+        policy.set_parameters(&params[..policy_len])?;
+        value.set_parameters(&params[policy_len..policy_len + value_len])?;
+        observations.use_statistics(&params[policy_len + value_len..])?;
+        self.policy = policy;
+        self.value = value;
+        self.observations = observations;
+        self.acting = self.policy.module.valid();
+        Ok(())
+    }
+
+    fn learn_averaged(
+        &mut self,
+        episodes: usize,
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<LearnReport> {
+        self.learn_with(episodes, reducer, None)
+    }
+}
+
+impl<E: Env> RolloutLearner for Ppo<E> {
+    fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
+        let (rollouts, report) = Ppo::collect(self, episodes)?;
+        let bytes = postcard::to_stdvec(&rollouts).expect("serialising plain vectors cannot fail");
+        Ok((bytes, report))
+    }
+
+    fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
+        let mut all = Vec::new();
+        for bytes in rollouts {
+            let batch: Vec<Rollout> = postcard::from_bytes(bytes)
+                .map_err(|e| Error::Comm(format!("a gathered rollout is unreadable: {e}")))?;
+            for rollout in &batch {
+                check_rollout(rollout, self.obs_dim, self.act_dim)?;
+            }
+            all.extend(batch);
+        }
+        let scalars = Ppo::update(self, &all, &mut Alone)?;
+        Ok(LearnReport {
+            scalars,
+            ..Default::default()
+        })
+    }
+
+    fn parameters(&self) -> Vec<f32> {
+        GradientLearner::parameters(self)
+    }
+
+    fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
+        GradientLearner::set_parameters(self, params)
+    }
+}
+
+/// A rollout from another worker has this task's shape, or is refused.
+fn check_rollout(rollout: &Rollout, obs_dim: usize, act_dim: usize) -> Result<()> {
+    let steps = rollout.len();
+    if rollout.obs.len() != steps * obs_dim
+        || rollout.unit_actions.len() != steps * act_dim
+        || rollout.final_obs.len() != obs_dim
+        || rollout.rewards.iter().any(|r| !r.is_finite())
+    {
+        return Err(Error::Comm(format!(
+            "a gathered rollout of {steps} steps does not fit observations of {obs_dim} and \
+             actions of {act_dim} values, or has a non-finite reward"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use shoal_core::{GradientLearner, Learner, RolloutLearner};
+    use shoal_env::{PointReach, PointReachConfig};
+    use shoal_policy::{digamma, lgamma};
+
+    use super::*;
+    use crate::testutil::{assert_all_close, mlp_f64, numeric_gradient, two_workers};
+
+    fn toy_env() -> PointReach {
+        PointReach::new(PointReachConfig::default()).unwrap()
+    }
+
+    fn toy(seed: u64, config: PpoConfig) -> Ppo<PointReach> {
+        Ppo::new(config, toy_env(), toy_env(), seed).unwrap()
+    }
+
+    fn fast() -> PpoConfig {
+        PpoConfig {
+            episodes_per_rollout: 8,
+            minibatches: 4,
+            hidden: vec![32],
+            learning_rate: 3e-3,
+            ..PpoConfig::default()
+        }
+    }
+
+    // ---- GAE against its definition ----
+
+    /// `Â_t = Σ_l (γλ)^l δ_{t+l}`, summed forward from the definition.
+    fn gae_by_definition(
+        rewards: &[f64],
+        values: &[f64],
+        bootstrap: f64,
+        gamma: f64,
+        lambda: f64,
+    ) -> Vec<f64> {
+        let next = |t: usize| {
+            if t + 1 < values.len() {
+                values[t + 1]
+            } else {
+                bootstrap
+            }
+        };
+        let delta: Vec<f64> = (0..rewards.len())
+            .map(|t| rewards[t] + gamma * next(t) - values[t])
+            .collect();
+        (0..rewards.len())
+            .map(|t| {
+                (t..rewards.len())
+                    .map(|u| (gamma * lambda).powi((u - t) as i32) * delta[u])
+                    .sum()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gae_and_value_targets_match_the_definition() {
+        let rewards = [1.0, -0.5, 2.0, 0.25];
+        let values = [0.3, -0.1, 0.8, 0.5];
+        for (bootstrap, gamma, lambda) in [(0.7, 0.9, 0.8), (0.0, 0.99, 0.95), (1.5, 0.5, 0.0)] {
+            let (advantages, targets) = gae(&rewards, &values, bootstrap, gamma, lambda);
+            let expected = gae_by_definition(&rewards, &values, bootstrap, gamma, lambda);
+            for t in 0..4 {
+                assert!((advantages[t] - expected[t]).abs() < 1e-12, "Â_{t}");
+                assert!((targets[t] - (expected[t] + values[t])).abs() < 1e-12);
+            }
+        }
+        // λ = 1: the target is the discounted return with the bootstrap.
+        let (_, targets) = gae(&rewards, &values, 0.7, 0.9, 1.0);
+        let monte_carlo = 1.0 + 0.9 * (-0.5 + 0.9 * (2.0 + 0.9 * (0.25 + 0.9 * 0.7)));
+        assert!((targets[0] - monte_carlo).abs() < 1e-12);
+        // λ = 0: one-step TD.
+        let (advantages, _) = gae(&rewards, &values, 0.7, 0.9, 0.0);
+        assert!((advantages[1] - (-0.5 + 0.9 * 0.8 + 0.1)).abs() < 1e-12);
+    }
+
+    // ---- one minibatch's losses and gradients against an f64 oracle ----
+
+    fn softplus64(z: f64) -> f64 {
+        z.exp().ln_1p()
+    }
+
+    /// The PPO losses of `rows`, written from the paper in f64:
+    /// `−mean(min(ρÂ, clip(ρ)Â)) − c·mean(Σ_j H_j)` with `Â` standardised
+    /// (unbiased std) and `½·mean(max((V − R)², (V_old + clip(V − V_old) − R)²))`.
+    struct Oracle<'a> {
+        kind: PolicyKind,
+        config: &'a PpoConfig,
+        batch: &'a Batch,
+        rows: &'a [usize],
+        obs_dim: usize,
+        act_dim: usize,
+    }
+
+    impl Oracle<'_> {
+        fn sizes(&self, out: usize) -> Vec<usize> {
+            [&[self.obs_dim][..], &self.config.hidden, &[out]].concat()
+        }
+
+        fn obs(&self, i: usize) -> Vec<f64> {
+            self.batch.obs[i * self.obs_dim..(i + 1) * self.obs_dim]
+                .iter()
+                .map(|v| *v as f64)
+                .collect()
+        }
+
+        /// (log-density, entropy) of row `i`'s draws under parameters `theta`.
+        fn density(&self, theta: &[f64], i: usize) -> (f64, f64) {
+            let out = mlp_f64(theta, &self.sizes(2 * self.act_dim), &self.obs(i));
+            let (mut log_p, mut entropy) = (0.0, 0.0);
+            for j in 0..self.act_dim {
+                let x = self.batch.draws[i * self.act_dim + j] as f64;
+                let (za, zb) = (out[j], out[self.act_dim + j]);
+                match self.kind {
+                    PolicyKind::Beta => {
+                        let (a, b) = (1.0 + softplus64(za), 1.0 + softplus64(zb));
+                        let ln_b = lgamma(a) + lgamma(b) - lgamma(a + b);
+                        log_p += (a - 1.0) * x.ln() + (b - 1.0) * (1.0 - x).ln() - ln_b;
+                        entropy += ln_b - (a - 1.0) * digamma(a) - (b - 1.0) * digamma(b)
+                            + (a + b - 2.0) * digamma(a + b);
+                    }
+                    _ => {
+                        let s = zb.clamp(-5.0, 2.0);
+                        let pi = std::f64::consts::PI;
+                        log_p += -0.5 * ((x - za) / s.exp()).powi(2) - s - 0.5 * (2.0 * pi).ln();
+                        entropy += s + 0.5 * (2.0 * pi * std::f64::consts::E).ln();
+                    }
+                }
+            }
+            (log_p, entropy)
+        }
+
+        fn advantages(&self) -> Vec<f64> {
+            let raw: Vec<f64> = self
+                .rows
+                .iter()
+                .map(|&i| self.batch.advantages[i])
+                .collect();
+            let n = raw.len() as f64;
+            let mean = raw.iter().sum::<f64>() / n;
+            let std = (raw.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            raw.iter().map(|a| (a - mean) / (std + 1e-8)).collect()
+        }
+
+        /// (clipped surrogate, the same plus the entropy bonus).
+        fn policy_loss(&self, theta: &[f64]) -> (f64, f64) {
+            let eps = self.config.clip_range;
+            let (mut surrogate, mut entropy) = (0.0, 0.0);
+            for (&i, adv) in self.rows.iter().zip(self.advantages()) {
+                let (log_p, h) = self.density(theta, i);
+                let ratio = (log_p - self.batch.log_prob_old[i]).exp();
+                surrogate += (ratio * adv).min(ratio.clamp(1.0 - eps, 1.0 + eps) * adv);
+                entropy += h;
+            }
+            let n = self.rows.len() as f64;
+            (
+                -surrogate / n,
+                -surrogate / n - self.config.entropy_coef * entropy / n,
+            )
+        }
+
+        fn value_loss(&self, phi: &[f64]) -> f64 {
+            let c = self.config.value_clip_range;
+            let total: f64 = self
+                .rows
+                .iter()
+                .map(|&i| {
+                    let v = mlp_f64(phi, &self.sizes(1), &self.obs(i))[0];
+                    let (old, target) = (self.batch.values_old[i], self.batch.targets[i]);
+                    let held = old + (v - old).clamp(-c, c);
+                    (v - target).powi(2).max((held - target).powi(2))
+                })
+                .sum();
+            0.5 * total / self.rows.len() as f64
+        }
+    }
+
+    #[test]
+    fn minibatch_losses_and_gradients_match_the_paper_in_f64() {
+        for kind in [PolicyKind::Beta, PolicyKind::GaussianClip] {
+            let config = PpoConfig {
+                hidden: vec![4],
+                policy: kind,
+                entropy_coef: 0.1,
+                value_clip_range: 0.2,
+                ..fast()
+            };
+            let mut agent = toy(6, config.clone());
+            let (rollouts, _) = agent.collect(2).unwrap();
+            let mut batch = agent.prepare(&rollouts, &mut Alone).unwrap();
+            // Old log-densities pushed off the current ones, so every
+            // branch of the clipped objective is taken: ratios e^±0.5 lie
+            // outside [0.8, 1.2] and e^±0.05 inside, with advantages of
+            // both signs; old values ±0.5 away put the value clip to work.
+            for i in 0..batch.len() {
+                batch.log_prob_old[i] += [0.5, -0.5, 0.05, -0.05][i % 4];
+                batch.values_old[i] = batch.targets[i] + [0.5, -0.5, 0.0][i % 3];
+                batch.advantages[i] = [1.0, -2.0, 0.5, 3.0, -1.0][i % 5] + 0.01 * i as f64;
+            }
+            let rows: Vec<usize> = (0..batch.len()).step_by(3).collect();
+            let (grads, stats) = agent.minibatch_gradients(&batch, &rows);
+
+            let oracle = Oracle {
+                kind,
+                config: &config,
+                batch: &batch,
+                rows: &rows,
+                obs_dim: agent.obs_dim,
+                act_dim: agent.act_dim,
+            };
+            let widen = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+            let (theta, phi) = (
+                widen(agent.policy.parameters()),
+                widen(agent.value.parameters()),
+            );
+            let (surrogate, _) = oracle.policy_loss(&theta);
+            assert!(
+                (stats.policy_loss - surrogate).abs() < 1e-5,
+                "{kind:?}: surrogate"
+            );
+            assert!(
+                (stats.value_loss - oracle.value_loss(&phi)).abs() < 1e-4,
+                "{kind:?}: value loss"
+            );
+            let clipped = rows
+                .iter()
+                .filter(|&&i| {
+                    (oracle.density(&theta, i).0 - batch.log_prob_old[i]).abs() > 0.2f64.ln_1p()
+                })
+                .count();
+            assert!(
+                clipped > 0 && stats.clip_fraction > 0.0,
+                "{kind:?}: some ratios leave the range"
+            );
+
+            let policy_grad = numeric_gradient(&theta, |t| oracle.policy_loss(t).1);
+            let value_grad = numeric_gradient(&phi, |p| oracle.value_loss(p));
+            let scale = |g: &[f64]| g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let split = theta.len();
+            assert_eq!(grads.len(), split + phi.len());
+            assert_all_close(
+                &grads[..split],
+                &policy_grad,
+                1e-3 * scale(&policy_grad),
+                "policy gradient",
+            );
+            assert_all_close(
+                &grads[split..],
+                &value_grad,
+                1e-3 * scale(&value_grad),
+                "value gradient",
+            );
+        }
+    }
+
+    #[test]
+    fn advantages_are_standardised_within_each_minibatch() {
+        // Scaling and shifting every advantage leaves a standardised
+        // minibatch's gradient unchanged, and changes an unstandardised one.
+        let gradient = |normalize, shift: f64, scale: f64| {
+            let config = PpoConfig {
+                hidden: vec![4],
+                normalize_advantages: normalize,
+                ..fast()
+            };
+            let mut agent = toy(2, config);
+            let (rollouts, _) = agent.collect(2).unwrap();
+            let mut batch = agent.prepare(&rollouts, &mut Alone).unwrap();
+            batch
+                .advantages
+                .iter_mut()
+                .for_each(|a| *a = *a * scale + shift);
+            let rows: Vec<usize> = (0..batch.len()).collect();
+            agent.minibatch_gradients(&batch, &rows).0
+        };
+        let base = gradient(true, 0.0, 1.0);
+        let moved: Vec<f64> = gradient(true, 5.0, 3.0)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let scale = base.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64;
+        assert_all_close(&base, &moved, 1e-4 * scale, "standardised gradient");
+        assert_ne!(gradient(false, 0.0, 1.0), gradient(false, 5.0, 3.0));
+    }
+
+    // ---- learning, determinism, parallel paths ----
+
+    #[test]
+    fn learns_to_reach_the_point() {
+        // A random policy returns about −14 on PointReach, the greedy one −1.2.
+        let mut agent = toy(0, fast());
+        let before = agent.evaluate(20, 99).unwrap().return_mean;
+        agent.learn(400).unwrap();
+        let after = agent.evaluate(20, 99).unwrap().return_mean;
+        assert!(
+            after > -2.5,
+            "after 400 episodes: {after:.2} (before {before:.2})"
+        );
+    }
+
+    #[test]
+    fn same_seed_same_training_and_resume_matches() {
+        let mut a = toy(3, fast());
+        let mut b = toy(3, fast());
+        let ra = a.learn(48).unwrap();
+        let rb = b.learn(24).unwrap();
+        let mut c = toy(3, fast());
+        c.load_state(&b.save_state()).unwrap();
+        let rc = c.learn(24).unwrap();
+        let mut joined = rb.episode_returns.clone();
+        joined.extend(rc.episode_returns);
+        assert_eq!(ra.episode_returns, joined);
+        assert!(GradientLearner::parameters(&a) == GradientLearner::parameters(&c));
+        assert!(
+            a.observations == c.observations && a.returns == c.returns,
+            "statistics too"
+        );
+        // And the optimisers: both go on to take the same steps.
+        a.learn(8).unwrap();
+        c.learn(8).unwrap();
+        assert!(GradientLearner::parameters(&a) == GradientLearner::parameters(&c));
+    }
+
+    #[test]
+    fn gathered_rollouts_update_as_one_learner_learns() {
+        let mut a = toy(5, fast());
+        let mut b = toy(5, fast());
+        a.learn(8).unwrap();
+        let (rollout, _) = RolloutLearner::collect(&mut b, 8).unwrap();
+        RolloutLearner::update(&mut b, &[rollout]).unwrap();
+        assert!(GradientLearner::parameters(&a) == GradientLearner::parameters(&b));
+        assert!(a.observations == b.observations && a.returns == b.returns);
+        // A worker that adopts the parameters acts with the same statistics.
+        let mut worker = toy(9, fast());
+        RolloutLearner::set_parameters(&mut worker, &RolloutLearner::parameters(&b)).unwrap();
+        assert_eq!(worker.observations.in_use(), b.observations.in_use());
+        assert_eq!(
+            worker.frozen_policy().act(&[0.3, -0.2]),
+            b.frozen_policy().act(&[0.3, -0.2])
+        );
+    }
+
+    #[test]
+    fn two_averaging_workers_stay_identical() {
+        let config = PpoConfig {
+            target_kl: 0.01,
+            ..fast()
+        };
+        let start = GradientLearner::parameters(&toy(10, config.clone()));
+        let states = two_workers(|rank, reducer| {
+            // Each worker plays its own episodes from the shared start.
+            let mut agent = toy(10 + rank as u64, config.clone());
+            GradientLearner::set_parameters(&mut agent, &start).unwrap();
+            agent.learn_averaged(16, reducer).unwrap();
+            (
+                GradientLearner::parameters(&agent),
+                agent.observations.clone(),
+                agent.returns.clone(),
+            )
+        });
+        assert!(states[0].0 == states[1].0, "parameters differ");
+        assert!(states[0].1 == states[1].1, "observation statistics differ");
+        assert!(states[0].2 == states[1].2, "return statistics differ");
+        assert!(states[0].0 != start, "and they learned");
+    }
+
+    #[test]
+    fn a_gaussian_policy_learns_too() {
+        for policy in [PolicyKind::GaussianClip, PolicyKind::GaussianTanh] {
+            let mut agent = toy(1, PpoConfig { policy, ..fast() });
+            agent.learn(400).unwrap();
+            let after = agent.evaluate(20, 99).unwrap().return_mean;
+            assert!(after > -3.0, "{policy:?}: {after:.2}");
+        }
+    }
+
+    #[test]
+    fn bad_configs_states_and_rollouts_are_rejected() {
+        let bad = PpoConfig {
+            gae_lambda: 1.5,
+            ..fast()
+        };
+        assert!(matches!(
+            Ppo::new(bad, toy_env(), toy_env(), 0),
+            Err(Error::Config(m)) if m == "ppo gae_lambda must be in [0, 1], got 1.5"
+        ));
+        let mut agent = toy(0, fast());
+        agent.learn(8).unwrap();
+        let mut state = agent.save_state();
+        let before = agent.save_state();
+        state.truncate(state.len() / 2);
+        assert!(agent.load_state(&state).is_err());
+        assert_eq!(agent.save_state(), before, "a failed load changes nothing");
+
+        let two_d = || PointReach::new(PointReachConfig::default().dim(2)).unwrap();
+        let mut other = Ppo::new(fast(), two_d(), two_d(), 0).unwrap();
+        let err = other.load_state(&before).unwrap_err().to_string();
+        assert!(err.contains("PPO state holds"), "{err}");
+
+        let (bytes, _) = RolloutLearner::collect(&mut other, 1).unwrap();
+        let err = RolloutLearner::update(&mut agent, &[bytes])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not fit observations of 2"), "{err}");
+        assert!(GradientLearner::set_parameters(&mut agent, &[0.0; 3]).is_err());
+    }
+}

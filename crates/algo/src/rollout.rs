@@ -1,0 +1,70 @@
+//! Whole episodes played with a stochastic policy: what the on-policy
+//! algorithms ([`crate::Reinforce`], [`crate::Ppo`]) collect, ship between
+//! workers and learn from.
+
+use rand::rngs::StdRng;
+use serde::{Deserialize, Serialize};
+use shoal_core::{Env, Result, Space, derive_seed, rng_from_seed};
+
+/// One episode as collected: enough to compute an update, and nothing more.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rollout {
+    /// Observations `s_0 … s_{T−1}`, as the env gave them, row-major `[T, obs_dim]`.
+    pub obs: Vec<f32>,
+    /// What the policy drew at each step, in its own space, row-major
+    /// `[T, act_dim]`: unit actions in `(0, 1)` for a Beta policy, the
+    /// Gaussian draw before clipping or squashing for a Gaussian one.
+    pub unit_actions: Vec<f32>,
+    /// Rewards `r_0 … r_{T−1}`.
+    pub rewards: Vec<f32>,
+    /// Observation after the last step, for bootstrapping a truncated episode.
+    pub final_obs: Vec<f32>,
+    /// Whether the episode ended by truncation (time limit) rather than termination.
+    pub truncated: bool,
+}
+
+impl Rollout {
+    /// Steps in the episode.
+    pub fn len(&self) -> usize {
+        self.rewards.len()
+    }
+
+    /// Whether the episode has no steps.
+    pub fn is_empty(&self) -> bool {
+        self.rewards.is_empty()
+    }
+}
+
+/// Plays episode number `episode` of a learner seeded `seed`, drawing each
+/// step's `(draw, action)` from `draw(obs, rng)`. The env seed and the
+/// sampling stream depend only on `(seed, episode)`, so a resumed run
+/// replays exactly what an uninterrupted one would. Returns the episode and
+/// its undiscounted return.
+pub(crate) fn play_episode<E: Env + ?Sized>(
+    env: &mut E,
+    space: &Space,
+    seed: u64,
+    episode: u64,
+    mut draw: impl FnMut(&[f32], &mut StdRng) -> Vec<f32>,
+    to_action: impl Fn(&[f32]) -> Vec<f32>,
+) -> Result<(Rollout, f64)> {
+    let mut rng: StdRng = rng_from_seed(derive_seed(seed, 1_000 + episode));
+    let mut obs = env.reset(Some(derive_seed(seed, 2_000_000_000 + episode)));
+    let mut rollout = Rollout::default();
+    let mut undiscounted = 0.0;
+    loop {
+        let unit = draw(&obs, &mut rng);
+        let step = env.step(&space.from_unit(&to_action(&unit)))?;
+        rollout.obs.extend_from_slice(&obs);
+        rollout.unit_actions.extend_from_slice(&unit);
+        rollout.rewards.push(step.reward);
+        undiscounted += step.reward as f64;
+        if step.done() {
+            rollout.truncated = !step.terminated;
+            rollout.final_obs = step.obs;
+            break;
+        }
+        obs = step.obs;
+    }
+    Ok((rollout, undiscounted))
+}
