@@ -53,12 +53,14 @@ fn env_step(c: &mut Criterion) {
 }
 
 /// The episodes of one training iteration of `cfg`'s algorithm: one update
-/// for REINFORCE (`episodes_per_update` episodes), one cycle for DDPG
+/// for REINFORCE (`episodes_per_update` episodes) and PPO
+/// (`episodes_per_rollout` episodes, then its epochs), one cycle for DDPG
 /// (`episodes_per_cycle` episodes, then `n_batches` gradient steps), one
 /// episode and its training round for HAC.
 fn iteration_episodes(algo: &AlgoConfig) -> usize {
     match algo {
         AlgoConfig::Reinforce(r) => r.episodes_per_update,
+        AlgoConfig::Ppo(p) => p.episodes_per_rollout,
         AlgoConfig::Ddpg(d) => d.episodes_per_cycle,
         AlgoConfig::Hac(_) => 1,
     }
@@ -74,6 +76,7 @@ fn train_iteration(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(10));
     for name in [
         "worm-reinforce",
+        "worm-ppo",
         "push-ddpg-her",
         "push-hac",
         "push-far-ddpg-her",

@@ -195,6 +195,30 @@ fn resume_gather_matches_every_record_on_threads_and_processes() {
 }
 
 #[test]
+fn resume_ppo_matches_every_record_alone_and_on_every_strategy() {
+    // The split run first trains with a budget of 20 episodes, and PPO's
+    // learning rate anneals over the budget it is given: constant here, so
+    // both halves see the schedule of the uninterrupted run.
+    let constant = ["--set", "algo.anneal_lr=false"];
+    let dir = assert_resume_matches("ppo", "toy-ppo", &constant);
+    let full = records(&dir.join("full"));
+    assert!(full.iter().any(|r| r.get("losses/approx_kl").is_some()));
+    for strategy in ["gather", "averaging", "pool"] {
+        let strategy_set = format!("parallel.strategy=\"{strategy}\"");
+        for (backend, workers) in [("threads", TWO_THREADS), ("processes", TWO_PROCESSES)] {
+            let args = [
+                workers,
+                &constant,
+                &["--set", &strategy_set],
+                &["--set", "parallel.episodes_per_iteration=5"],
+            ]
+            .concat();
+            assert_resume_matches(&format!("ppo-{strategy}-{backend}"), "toy-ppo", &args);
+        }
+    }
+}
+
+#[test]
 fn resume_ddpg_matches_every_record_of_an_uninterrupted_run() {
     let dir = assert_resume_matches("ddpg", "toy-ddpg-her", &[]);
     assert!(
@@ -460,17 +484,22 @@ fn summary_without_wall(run: &Path) -> serde_json::Value {
 fn every_strategy_gives_the_same_run_on_threads_and_processes() {
     // 2 workers, and 16 on 2 cores (the widest the scaling series goes):
     // both backends must give the same run to the bit either way.
+    // PPO, whose statistics travel with its parameters, on 2 workers.
     let dir = scratch("backends");
-    for (workers, per_iteration) in [(2u64, 10u64), (16, 1)] {
+    for (preset, workers, per_iteration) in [
+        ("toy-reinforce", 2u64, 10u64),
+        ("toy-reinforce", 16, 1),
+        ("toy-ppo", 2, 8),
+    ] {
         let episodes = 2 * workers * per_iteration;
         for strategy in ["pool", "gather", "averaging"] {
             let mut runs = Vec::new();
             for backend in ["threads", "processes"] {
-                let out_dir = format!("{strategy}-{workers}-{backend}");
+                let out_dir = format!("{preset}-{strategy}-{workers}-{backend}");
                 let out = shoal(
                     &[
                         "train",
-                        "toy-reinforce",
+                        preset,
                         "--out",
                         &out_dir,
                         "--quiet",
@@ -493,7 +522,7 @@ fn every_strategy_gives_the_same_run_on_threads_and_processes() {
                 );
                 assert!(
                     out.status.success(),
-                    "{strategy}, {workers} workers on {backend}: {}",
+                    "{preset}, {strategy}, {workers} workers on {backend}: {}",
                     stderr(&out)
                 );
                 let records = records(&dir.join(&out_dir));
@@ -504,9 +533,9 @@ fn every_strategy_gives_the_same_run_on_threads_and_processes() {
                 );
                 runs.push((records, summary_without_wall(&dir.join(&out_dir))));
             }
-            assert_eq!(
-                runs[0], runs[1],
-                "{strategy}, {workers} workers: threads and processes differ"
+            assert!(
+                runs[0] == runs[1],
+                "{preset}, {strategy}, {workers} workers: threads and processes differ"
             );
             assert_eq!(runs[0].1["episodes"], episodes);
         }
@@ -697,6 +726,10 @@ const TESTED_PRESETS: &[&str] = &[
     "worm5-pool",
     "worm7-reinforce",
     "worm7-pool",
+    "worm-ppo",
+    "worm5-ppo",
+    "worm7-ppo",
+    "toy-ppo",
     "toy-reinforce",
     "push-ddpg-her",
     "ball-ddpg-her",
@@ -752,6 +785,19 @@ fn preset_longer_worms_run_end_to_end() {
         run_preset(&format!("worm{links}-reinforce"), 2, SHORT_WORM, false);
         run_preset(&format!("worm{links}-pool"), 4, &pool, false);
     }
+}
+
+#[test]
+fn preset_ppo_worms_run_end_to_end() {
+    let short = ["env.max_episode_steps=20", "algo.episodes_per_rollout=1"];
+    for preset in ["worm-ppo", "worm5-ppo", "worm7-ppo"] {
+        run_preset(preset, 2, &short, false);
+    }
+}
+
+#[test]
+fn preset_toy_ppo_runs_end_to_end() {
+    run_preset("toy-ppo", 16, &[], false);
 }
 
 #[test]
