@@ -10,8 +10,10 @@ Run by hand (not in CI), in a virtual environment of its own:
     python benches/python/sb3_vs_shoal.py push --seeds 0 1 2 --episodes 6000 \\
         --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
     # Worm: SB3 TD3 (or --algo ppo) with RL Zoo's Swimmer settings against
-    # `shoal train worm-reinforce`
+    # `shoal train worm-reinforce` (or --shoal-preset worm-ppo), both
+    # evaluated every --worm-eval-every env steps
     python benches/python/sb3_vs_shoal.py worm --seeds 0 1 2 --env-steps 1000000 \\
+        --algo ppo --shoal-preset worm-ppo --eval-episodes 5 \\
         --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
 
     # On two cores, one runner per core at the same time (what
@@ -298,9 +300,8 @@ def shoal_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str]
 
 def worm_target(out: Path, seed: str) -> float:
     """The worm's target return for ``seed``: the best travelling-wave
-    gait's return that shoal's run of that seed found, else a fallback."""
-    summary = out / f"shoal-run-worm-reinforce-seed{seed}" / "summary.json"
-    if summary.exists():
+    gait's return that a shoal run of that seed found, else a fallback."""
+    for summary in sorted(out.glob(f"shoal-run-worm*-seed{seed}/summary.json")):
         gait = json.loads(summary.read_text()).get("gait_return")
         if gait is not None:
             return float(gait)
@@ -390,6 +391,8 @@ def main() -> None:
     parser.add_argument("--worm-eval-every", type=int, default=20_000, help="worm: SB3 env steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--algo", choices=["td3", "ppo"], default="td3", help="worm: SB3 algorithm")
+    parser.add_argument("--shoal-preset", default="worm-reinforce",
+                        help="worm: the shoal preset (worm-reinforce, worm-ppo, ...)")
     parser.add_argument("--shoal-bin", help="release `shoal` binary; without it only SB3 runs")
     parser.add_argument("--shoal-set", action="append", default=[], help="extra --set for shoal train")
     parser.add_argument("--skip-sb3", action="store_true")
@@ -449,8 +452,17 @@ def main() -> None:
                 sb3_worm(seed, args.algo, args.env_steps, args.worm_eval_every, args.eval_episodes,
                          logger(f"sb3-{args.algo}-seed{seed}"))
             if args.shoal_bin:
-                shoal_run(args.shoal_bin, "worm-reinforce", seed, args.out, args.shoal_set,
-                          logger(f"shoal-reinforce-seed{seed}"))
+                # Worm episodes are 1 000 steps: the same budget and
+                # evaluation points as SB3's, in episodes.
+                sets = [
+                    f"train.episodes={args.env_steps // 1000}",
+                    f"train.eval_every={max(1, args.worm_eval_every // 1000)}",
+                    f"train.eval_episodes={args.eval_episodes}",
+                    *args.shoal_set,
+                ]
+                runner = args.shoal_preset.removeprefix("worm-")
+                shoal_run(args.shoal_bin, args.shoal_preset, seed, args.out, sets,
+                          logger(f"shoal-{runner}-seed{seed}"))
 
     report(args.out, args.task)
 

@@ -105,10 +105,13 @@ pub fn run_target(spec: &RunSpec, reference_return: Option<f64>) -> Option<Targe
         })
 }
 
-/// The task's reference, computed once on rank 0 when first needed.
+/// The task's reference, computed once on rank 0 when first needed. The
+/// time that takes (the worm's gait search: seconds) is not training, so
+/// the run's wall clock leaves it out.
 pub(crate) struct LazyReference {
     spec_reference: Option<crate::spec::ReferenceFn>,
     value: Option<Option<Reference>>,
+    spent: std::time::Duration,
 }
 
 impl LazyReference {
@@ -116,13 +119,19 @@ impl LazyReference {
         LazyReference {
             spec_reference: spec.reference.clone(),
             value: None,
+            spent: std::time::Duration::ZERO,
         }
     }
 
     pub(crate) fn get(&mut self) -> Option<&Reference> {
-        let find = &self.spec_reference;
+        let (find, spent) = (&self.spec_reference, &mut self.spent);
         self.value
-            .get_or_insert_with(|| find.as_ref().and_then(|f| f()))
+            .get_or_insert_with(|| {
+                let started = Instant::now();
+                let found = find.as_ref().and_then(|f| f());
+                *spent = started.elapsed();
+                found
+            })
             .as_ref()
     }
 }
@@ -191,9 +200,11 @@ impl Recorder {
         })
     }
 
-    /// Wall-clock seconds of the whole run, earlier sessions included.
+    /// Wall-clock seconds of the whole run, earlier sessions included,
+    /// without the time the reference took to compute.
     pub(crate) fn wall(&self) -> f64 {
-        self.wall_before + self.clock.elapsed().as_secs_f64()
+        let clock = self.clock.elapsed().saturating_sub(self.reference.spent);
+        self.wall_before + clock.as_secs_f64()
     }
 
     /// Records an evaluation; returns whether it ends the run
