@@ -20,7 +20,10 @@ fn bench_update(c: &mut Criterion) {
     assert_eq!(report.env_steps(), 2_000);
     c.bench_function("ppo/update_2000steps_10x32_hidden64x64", |b| {
         b.iter(|| {
-            black_box(RolloutLearner::update(&mut ppo, black_box(&[rollout.clone()])).unwrap())
+            black_box(
+                RolloutLearner::update(&mut ppo, black_box(std::slice::from_ref(&rollout)))
+                    .unwrap(),
+            )
         })
     });
 }
