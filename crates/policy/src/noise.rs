@@ -184,6 +184,34 @@ mod tests {
     }
 
     #[test]
+    fn ou_noise_settles_at_the_processes_stationary_variance() {
+        // x' = (1 − θ·dt)·x + σ·√dt·z has stationary variance
+        // σ²·dt / (1 − (1 − θ·dt)²) = σ² / (2θ − θ²·dt): 0.3002 for σ 0.3,
+        // θ 0.15, dt 0.01 (the continuous process's σ² / 2θ = 0.3). Its
+        // correlation time is 1 / (θ·dt) ≈ 667 steps, so 64 components
+        // after a burn-in give some 4 800 independent draws.
+        let (sigma, theta, dt) = (0.3f64, 0.15f64, 0.01f64);
+        let expected = sigma * sigma / (2.0 * theta - theta * theta * dt);
+        let mut noise = OrnsteinUhlenbeckNoise::new(64, sigma as f32, 3).unwrap();
+        for _ in 0..10_000 {
+            noise.sample();
+        }
+        let (mut sum, mut sum_sq, mut n) = (0.0f64, 0.0f64, 0.0f64);
+        for _ in 0..100_000 {
+            for x in noise.sample() {
+                sum += x as f64;
+                sum_sq += (x as f64).powi(2);
+                n += 1.0;
+            }
+        }
+        let var = sum_sq / n - (sum / n).powi(2);
+        assert!(
+            (var / expected - 1.0).abs() < 0.06,
+            "stationary variance {var:.4}, expected {expected:.4}"
+        );
+    }
+
+    #[test]
     fn negative_or_nan_scale_is_an_error() {
         let message = |e: Error| match e {
             Error::Config(m) => m,
