@@ -23,10 +23,10 @@ fn main() -> Result<(), shoal::core::Error> {
     };
     let config = WormConfig::default();
     let seed = 0;
-    // RL Zoo's Swimmer discount: the reward is forward speed, so the
-    // return that matters reaches far ahead.
+    // worm-ppo's settings: a horizon of one episode, a larger step.
     let ppo = PpoConfig {
-        gamma: 0.9999,
+        gamma: 0.999,
+        learning_rate: 1e-3,
         ..PpoConfig::default()
     };
     let mut agent = Ppo::new(

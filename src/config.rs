@@ -403,13 +403,17 @@ fn worm_reinforce() -> RunConfig {
     }
 }
 
-/// PPO on the worm: CleanRL's continuous-action defaults with RL Zoo's
-/// Swimmer discount (γ = 0.9999: the worm's reward is its forward speed, so
-/// a far-sighted return is what a gait maximises), 3 × 10⁶ env steps.
+/// PPO on the worm: CleanRL's continuous-action defaults but for two
+/// settings the data chose (docs/experiments/ppo-worm.md), over 3 × 10⁶ env
+/// steps. γ = 0.999, a horizon of one 1 000-step episode: with RL Zoo's
+/// Swimmer value 0.9999 the return peaked within 3 × 10⁵ steps and then
+/// fell by 10–17 % on both seeds tried, where 0.999 climbed to the end.
+/// Adam 1e-3 rather than 3e-4: ahead at every evaluation on both seeds.
 fn worm_ppo() -> RunConfig {
     RunConfig {
         algo: AlgoConfig::Ppo(PpoConfig {
-            gamma: 0.9999,
+            gamma: 0.999,
+            learning_rate: 1e-3,
             ..PpoConfig::default()
         }),
         train: TrainConfig {

@@ -9,7 +9,7 @@
 //! | shoal-core | [`core`] | traits: `Env`, `GoalEnv`, `Learner`, … |
 //! | shoal-env | [`env`](mod@env) | the worm, the arm tasks, toy envs |
 //! | shoal-policy | [`policy`] | burn networks, Beta policy, special functions |
-//! | shoal-algo | [`algo`] | REINFORCE, DDPG, HER, HAC |
+//! | shoal-algo | [`algo`] | REINFORCE, PPO, DDPG, HER, HAC |
 //! | shoal-parallel | [`parallel`] | communicators and strategies |
 //! | shoal-eval | [`eval`] | metrics, checkpoints, plots |
 //! | shoal-run | [`run`] | the training runtime: run dirs, checkpoints, resume, clean stop |

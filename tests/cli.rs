@@ -100,6 +100,44 @@ fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
 }
 
 #[test]
+fn progress_lines_report_each_evaluation_unless_quiet() {
+    // Without a terminal, progress is plain lines on stderr: one per
+    // evaluation (every 20 of the 40 episodes, then the final one), and
+    // where the run went; `--quiet` keeps only the latter.
+    let dir = scratch("progress");
+    let args = |out| {
+        vec![
+            "train",
+            "toy-reinforce",
+            "--out",
+            out,
+            "--set",
+            "train.episodes=40",
+            "--set",
+            "train.eval_every=20",
+        ]
+    };
+    let loud = shoal(&args("loud"), &dir);
+    assert!(loud.status.success(), "{}", stderr(&loud));
+    let text = stderr(&loud);
+    let evals: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(": eval return "))
+        .collect();
+    assert_eq!(evals.len(), 2, "{text}");
+    assert!(evals[0].starts_with("episode 20: eval return "), "{text}");
+    assert!(evals[1].starts_with("episode 40: eval return "), "{text}");
+    assert!(text.contains("run directory: loud"), "{text}");
+    let quiet = shoal(&[args("quiet"), vec!["--quiet"]].concat(), &dir);
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert!(
+        !stderr(&quiet).contains("eval return"),
+        "{}",
+        stderr(&quiet)
+    );
+}
+
+#[test]
 fn same_seed_gives_identical_training_metrics() {
     let dir = scratch("determinism");
     assert!(train_tiny(&dir, "a", &[]).status.success());
@@ -118,6 +156,15 @@ fn same_seed_gives_identical_training_metrics() {
     let a = returns("a");
     assert_eq!(a.len(), 40);
     assert_eq!(a, returns("b"));
+
+    // `--seed 3` is the config's `seed = 3`: recorded, the same run as
+    // `--set seed=3`, and another run than seed 0's.
+    assert!(train_tiny(&dir, "c", &["--seed", "3"]).status.success());
+    assert!(train_tiny(&dir, "d", &["--set", "seed=3"]).status.success());
+    let config = std::fs::read_to_string(dir.join("c").join("config.toml")).unwrap();
+    assert!(config.lines().any(|l| l == "seed = 3"), "{config}");
+    assert_eq!(returns("c"), returns("d"));
+    assert_ne!(returns("c"), a, "seed 3 trains another run than seed 0");
 }
 
 /// Trains `preset` with `extra` arguments for 40 episodes in one go, and

@@ -19,7 +19,7 @@ import statistics
 import time
 
 import gymnasium as gym
-import shoal  # noqa: F401  (registers shoal/Worm-v0)
+import shoal_envs  # noqa: F401  (registers shoal/Worm-v0)
 import torch
 from stable_baselines3 import PPO
 

@@ -12,7 +12,8 @@ use shoal_env::{Worm, WormConfig};
 fn bench_update(c: &mut Criterion) {
     let worm = || Worm::new(WormConfig::default()).unwrap();
     let config = PpoConfig {
-        gamma: 0.9999,
+        gamma: 0.999,
+        learning_rate: 1e-3,
         ..PpoConfig::default()
     };
     let mut ppo = Ppo::new(config.clone(), worm(), worm(), 0).unwrap();

@@ -1004,7 +1004,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         /// Episodes of any lengths (their achieved goal a random walk, their
-        /// obs the episode's number), any k and strategy: the relabelled
+        /// obs and actions naming episode and step), any k and strategy: each
+        /// transition's obs, next obs and action belong to its step, the relabelled
         /// share is k/(k+1) within 5 binomial standard deviations, every
         /// substituted goal is the achieved goal of an allowed step of the
         /// same episode, and rewards and terminals follow the hand reward.
@@ -1026,11 +1027,16 @@ mod tests {
                         .collect()
                 })
                 .collect();
+            // o_t = 1000·e + t and a_t = (100·e + t) / 10⁴ name their
+            // episode and step, so a transition's parts can be checked
+            // against each other.
+            let obs_of = |e: usize, t: usize| (1000 * e + t) as f32;
+            let action_of = |e: usize, t: usize| (100 * e + t) as f32 / 1e4;
             let mut buffer = ReplayBuffer::new(DIMS, 10_000).unwrap();
             for (e, path) in positions.iter().enumerate() {
-                let mut episode = Episode::start(DIMS, &[e as f32], &[path[0]]);
-                for p in &path[1..] {
-                    episode.push(&[10.0], &[0.1], &[e as f32], &[*p]);
+                let mut episode = Episode::start(DIMS, &[obs_of(e, 0)], &[path[0]]);
+                for (t, p) in path[1..].iter().enumerate() {
+                    episode.push(&[10.0], &[action_of(e, t)], &[obs_of(e, t + 1)], &[*p]);
                 }
                 episode.set_terminated(terminated);
                 buffer.push(episode).unwrap();
@@ -1047,10 +1053,13 @@ mod tests {
             prop_assert!((share - p).abs() <= tolerance, "share {} vs {}", share, p);
 
             for i in 0..n {
-                let (e, t) = (batch.obs[i] as usize, batch.steps[i]);
+                let (e, t) = ((batch.obs[i] / 1000.0) as usize, batch.steps[i]);
                 let path = &positions[e];
                 let len = path.len() - 1;
                 prop_assert!(t < len);
+                prop_assert_eq!(batch.obs[i], obs_of(e, t));
+                prop_assert_eq!(batch.next_obs[i], obs_of(e, t + 1));
+                prop_assert_eq!(batch.actions[i], action_of(e, t));
                 let goal = match batch.goal_steps[i] {
                     None => 10.0,
                     Some(g) => {

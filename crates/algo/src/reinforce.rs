@@ -529,6 +529,8 @@ mod tests {
     use shoal_env::{PointReach, PointReachConfig};
 
     use super::*;
+    use shoal_policy::digamma;
+
     use crate::testutil::{
         Recording, adam_first_step, assert_all_close, mlp_f64, negate, numeric_gradient,
     };
@@ -618,8 +620,8 @@ mod tests {
 
     /// The policy and value gradients of one REINFORCE update on `rollouts`,
     /// from the textbook losses differentiated numerically in f64:
-    /// `−(1/n) Σ Â_t log Beta(x_t; α(s_t), β(s_t))` with `Â` the standardised
-    /// `G_t − V(s_t)`, and `(1/n) Σ (V(s_t) − G_t)²`.
+    /// `−(1/n) Σ [Â_t log Beta(x_t; α(s_t), β(s_t)) + c_H · H(α(s_t), β(s_t))]`
+    /// with `Â` the standardised `G_t − V(s_t)`, and `(1/n) Σ (V(s_t) − G_t)²`.
     fn oracle_gradients(
         agent: &Reinforce<PointReach>,
         rollouts: &[Rollout],
@@ -629,6 +631,7 @@ mod tests {
         let policy = widen(agent.policy.parameters());
         let value = widen(agent.value.parameters());
         let (obs_dim, act_dim, gamma) = (agent.obs_dim, agent.act_dim, agent.config.gamma);
+        let entropy_coef = agent.config.entropy_coef;
         let sizes = |out: usize| [&[obs_dim][..], hidden, &[out]].concat();
         let v = |theta: &[f64], s: &[f32]| mlp_f64(theta, &sizes(1), &widen(s.to_vec()))[0];
         let (mut steps, mut returns) = (Vec::new(), Vec::new());
@@ -671,10 +674,13 @@ mod tests {
                         1.0 + softplus(out[act_dim + j]),
                         x[j] as f64,
                     );
-                    let log_p = (a - 1.0) * x.ln() + (b - 1.0) * (1.0 - x).ln()
-                        - (shoal_policy::lgamma(a) + shoal_policy::lgamma(b)
-                            - shoal_policy::lgamma(a + b));
-                    sum += adv * log_p;
+                    let ln_b = shoal_policy::lgamma(a) + shoal_policy::lgamma(b)
+                        - shoal_policy::lgamma(a + b);
+                    let log_p = (a - 1.0) * x.ln() + (b - 1.0) * (1.0 - x).ln() - ln_b;
+                    // The Beta's differential entropy, from its definition.
+                    let (da, db, dab) = (digamma(a), digamma(b), digamma(a + b));
+                    let entropy = ln_b - (a - 1.0) * da - (b - 1.0) * db + (a + b - 2.0) * dab;
+                    sum += adv * log_p + entropy_coef * entropy;
                 }
             }
             -sum / n
@@ -696,9 +702,11 @@ mod tests {
     #[test]
     fn one_update_sends_the_textbook_gradient_through_the_reducer_and_steps_with_its_answer() {
         // A tiny net, one update of 8 episodes, and the value baseline
-        // (bootstrapped truncations and standardised advantages included).
+        // (bootstrapped truncations and standardised advantages included),
+        // with an entropy bonus whose sign the oracle fixes.
         let config = ReinforceConfig {
             hidden: vec![4],
+            entropy_coef: 0.05,
             ..fast()
         };
         let mut plain = toy(4, config.clone());

@@ -164,16 +164,25 @@ mod tests {
 
     #[test]
     fn all_reduce_sums_in_rank_order() {
-        // 1e8 + 1 - 1e8 in f32 depends on the order: rank order gives 0 + ... exactly this.
-        let outcome = combine(vec![
-            Contribution::AllReduce { values: vec![1e8] },
-            Contribution::AllReduce { values: vec![1.0] },
-            Contribution::AllReduce { values: vec![-1e8] },
-        ])
+        // In f32, (1 + 1e8) − 1e8 = 0 (1e8 + 1 rounds to 1e8) while
+        // (−1e8 + 1e8) + 1 = 1: only rank order gives 0.
+        let values = [1.0f32, 1e8, -1e8];
+        let rank_order = values.iter().fold(0.0f32, |sum, v| sum + v);
+        let reverse = values.iter().rev().fold(0.0f32, |sum, v| sum + v);
+        assert_ne!(
+            rank_order.to_bits(),
+            reverse.to_bits(),
+            "inputs tell orders apart"
+        );
+        let outcome = combine(
+            values
+                .iter()
+                .map(|v| Contribution::AllReduce { values: vec![*v] })
+                .collect(),
+        )
         .unwrap();
-        let expected = (1e8f32 + 1.0) + -1e8;
         match outcome {
-            Outcome::Values(v) => assert_eq!(v[0].to_bits(), expected.to_bits()),
+            Outcome::Values(v) => assert_eq!(v[0].to_bits(), rank_order.to_bits(), "got {}", v[0]),
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -208,9 +208,10 @@ mod tests {
         let profiles = run_threads(2, |comm: &dyn Communicator| {
             let timed = TimedComm::new(comm);
             // Rank 1 computes 0.2 s more before the all-reduce, so rank 0
-            // waits there for about as long, without computing.
+            // waits there, without computing, until rank 1 arrives.
             std::hint::black_box(burn_cpu(0.05 + 0.2 * comm.rank() as f64));
             let mut values = vec![1.0f32; 1000];
+            let arrived = std::time::Instant::now();
             timed.all_reduce_sum(&mut values)?;
             timed.all_reduce_sum(&mut values[..10])?;
             timed.barrier()?;
@@ -223,10 +224,10 @@ mod tests {
             timed.gather_bytes(&[1, 2, 3], 0)?;
             let first = timed.take();
             let second = timed.take();
-            Ok((first, second))
+            Ok((first, second, arrived))
         })
         .unwrap();
-        for (rank, (first, second)) in profiles.iter().enumerate() {
+        for (rank, (first, second, _)) in profiles.iter().enumerate() {
             let expected = 0.05 + 0.2 * rank as f64;
             assert!(
                 (first.compute_cpu_s - expected).abs() < 0.03,
@@ -245,10 +246,16 @@ mod tests {
             assert_eq!(second.all_reduces, 0, "take starts afresh");
             assert!(second.compute_cpu_s < 0.01, "{second:?}");
         }
+        // CPU times above do not depend on the machine's load; wall times
+        // do, so the wait is checked against what caused it: an all-reduce
+        // cannot end on rank 0 before rank 1 has arrived at it (less the
+        // moment between taking the time and calling).
+        let rank_1_later = profiles[1].2.saturating_duration_since(profiles[0].2);
+        assert!(rank_1_later.as_secs_f64() > 0.0);
         assert!(
-            profiles[0].0.comm_wall_s > 0.15,
-            "rank 0 waited for rank 1: {:?}",
-            profiles[0].0
+            profiles[0].0.comm_wall_s >= rank_1_later.as_secs_f64() - 1e-3,
+            "rank 0 waited {:?} for rank 1, which arrived {rank_1_later:?} later",
+            profiles[0].0.comm_wall_s
         );
     }
 }

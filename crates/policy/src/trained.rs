@@ -119,3 +119,79 @@ impl<M: Module> Trained<M> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Activation, MlpConfig, training_device};
+
+    /// Adam (β₁ 0.9, β₂ 0.999, ε 1e-8, bias-corrected, as in the paper) in
+    /// f64 over a sequence of gradients, each clipped to global norm
+    /// `clip` first.
+    fn adam_by_hand(start: &[f64], grads: &[Vec<f64>], lr: f64, clip: Option<f64>) -> Vec<f64> {
+        let (mut theta, mut m, mut v) = (
+            start.to_vec(),
+            vec![0.0; start.len()],
+            vec![0.0; start.len()],
+        );
+        for (t, g) in grads.iter().enumerate() {
+            let norm = g.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let scale = clip.map_or(1.0, |c| if norm > c { c / norm } else { 1.0 });
+            let t = (t + 1) as i32;
+            for i in 0..theta.len() {
+                let g = g[i] * scale;
+                m[i] = 0.9 * m[i] + 0.1 * g;
+                v[i] = 0.999 * v[i] + 0.001 * g * g;
+                let (m_hat, v_hat) = (
+                    m[i] / (1.0 - 0.9f64.powi(t)),
+                    v[i] / (1.0 - 0.999f64.powi(t)),
+                );
+                theta[i] -= lr * m_hat / (v_hat.sqrt() + 1e-8);
+            }
+        }
+        theta
+    }
+
+    #[test]
+    fn gradients_above_the_limit_enter_adam_at_the_limit() {
+        // A first gradient of norm 100 and a second of norm 0.1 under a
+        // limit of 0.5: only clipping to exactly 0.5 gives the second
+        // step Adam takes (the first step alone would not tell: Adam's
+        // first step is the same for any positive multiple of a gradient).
+        let net = MlpConfig::new(2, vec![], 1).init_with(Activation::Tanh, &training_device());
+        let mut trained = Trained::adam(net, 1e-2, Some(0.5));
+        let start: Vec<f64> = trained.parameters().iter().map(|p| *p as f64).collect();
+        assert_eq!(start.len(), 3, "two weights and a bias");
+        let grads = vec![vec![60.0, -80.0, 0.0], vec![0.06, 0.0, 0.08]];
+        let mut first: Vec<f32> = grads[0].iter().map(|g| *g as f32).collect();
+        assert_eq!(
+            trained.step(&mut first).unwrap(),
+            100.0,
+            "the norm before clipping"
+        );
+        let clipped_norm = first
+            .iter()
+            .map(|g| (*g as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(
+            (clipped_norm - 0.5).abs() < 1e-6,
+            "clipped to {clipped_norm}"
+        );
+        let mut second: Vec<f32> = grads[1].iter().map(|g| *g as f32).collect();
+        trained.step(&mut second).unwrap();
+        let after = trained.parameters();
+        let clipped = adam_by_hand(&start, &grads, 1e-2, Some(0.5));
+        let unclipped = adam_by_hand(&start, &grads, 1e-2, None);
+        for i in 0..3 {
+            assert!(
+                (after[i] as f64 - clipped[i]).abs() < 1e-6,
+                "{after:?} vs {clipped:?}"
+            );
+        }
+        let apart = (0..3)
+            .map(|i| (clipped[i] - unclipped[i]).abs())
+            .fold(0.0, f64::max);
+        assert!(apart > 1e-3, "the limit changes the second step ({apart})");
+    }
+}
