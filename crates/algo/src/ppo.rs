@@ -51,7 +51,7 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::rollout::{Rollout, play_episode};
+use crate::rollout::{self, Rollout, learn_in_batches, play_episode};
 use crate::versioned::Format;
 
 /// The distribution the policy network parameterises, per action component.
@@ -929,22 +929,15 @@ impl<E: Env> Ppo<E> {
         reducer: &mut dyn MeanReducer,
         stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
-        let mut report = LearnReport::default();
-        let mut remaining = episodes;
-        // A stop waits for the rollout in hand: an update's batch is the
-        // same whether or not the run was interrupted.
-        while remaining > 0 && !stop.is_some_and(StopFlag::is_requested) {
-            let batch = remaining.min(self.config.episodes_per_rollout);
-            let (rollouts, collected) = self.collect(batch)?;
-            report.extend(collected);
-            let scalars = self.update(&rollouts, reducer)?;
+        let batch = self.config.episodes_per_rollout;
+        learn_in_batches(episodes, batch, stop, |n| {
+            let (rollouts, mut report) = self.collect(n)?;
             report.extend(LearnReport {
-                scalars,
+                scalars: self.update(&rollouts, reducer)?,
                 ..Default::default()
             });
-            remaining -= batch;
-        }
-        Ok(report)
+            Ok(report)
+        })
     }
 }
 
@@ -1071,20 +1064,11 @@ impl<E: Env> GradientLearner for Ppo<E> {
 impl<E: Env> RolloutLearner for Ppo<E> {
     fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
         let (rollouts, report) = Ppo::collect(self, episodes)?;
-        let bytes = postcard::to_stdvec(&rollouts).expect("serialising plain vectors cannot fail");
-        Ok((bytes, report))
+        Ok((rollout::encode(&rollouts), report))
     }
 
     fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
-        let mut all = Vec::new();
-        for bytes in rollouts {
-            let batch: Vec<Rollout> = postcard::from_bytes(bytes)
-                .map_err(|e| Error::Comm(format!("a gathered rollout is unreadable: {e}")))?;
-            for rollout in &batch {
-                check_rollout(rollout, self.obs_dim, self.act_dim)?;
-            }
-            all.extend(batch);
-        }
+        let all = rollout::decode_gathered(rollouts, self.obs_dim, self.act_dim)?;
         let scalars = Ppo::update(self, &all, &mut Alone)?;
         Ok(LearnReport {
             scalars,
@@ -1099,22 +1083,6 @@ impl<E: Env> RolloutLearner for Ppo<E> {
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
         GradientLearner::set_parameters(self, params)
     }
-}
-
-/// A rollout from another worker has this task's shape, or is refused.
-fn check_rollout(rollout: &Rollout, obs_dim: usize, act_dim: usize) -> Result<()> {
-    let steps = rollout.len();
-    if rollout.obs.len() != steps * obs_dim
-        || rollout.unit_actions.len() != steps * act_dim
-        || rollout.final_obs.len() != obs_dim
-        || rollout.rewards.iter().any(|r| !r.is_finite())
-    {
-        return Err(Error::Comm(format!(
-            "a gathered rollout of {steps} steps does not fit observations of {obs_dim} and \
-             actions of {act_dim} values, or has a non-finite reward"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

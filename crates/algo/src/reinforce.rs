@@ -23,7 +23,7 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::rollout::{Rollout, play_episode};
+use crate::rollout::{self, Rollout, learn_in_batches, play_episode};
 use crate::versioned::Format;
 
 /// What the advantage subtracts from the return.
@@ -390,22 +390,15 @@ impl<E: Env> Reinforce<E> {
         reducer: &mut dyn MeanReducer,
         stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
-        let mut report = LearnReport::default();
-        let mut remaining = episodes;
-        // A stop waits for the batch in hand: an update's batch is the
-        // same whether or not the run was interrupted.
-        while remaining > 0 && !stop.is_some_and(StopFlag::is_requested) {
-            let batch = remaining.min(self.config.episodes_per_update);
-            let (rollouts, collected) = self.collect(batch)?;
-            report.extend(collected);
-            let scalars = self.update(&rollouts, reducer)?;
+        let batch = self.config.episodes_per_update;
+        learn_in_batches(episodes, batch, stop, |n| {
+            let (rollouts, mut report) = self.collect(n)?;
             report.extend(LearnReport {
-                scalars,
+                scalars: self.update(&rollouts, reducer)?,
                 ..Default::default()
             });
-            remaining -= batch;
-        }
-        Ok(report)
+            Ok(report)
+        })
     }
 }
 
@@ -496,17 +489,11 @@ impl<E: Env> GradientLearner for Reinforce<E> {
 impl<E: Env> RolloutLearner for Reinforce<E> {
     fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
         let (rollouts, report) = Reinforce::collect(self, episodes)?;
-        let bytes = postcard::to_stdvec(&rollouts).expect("serialising plain vectors cannot fail");
-        Ok((bytes, report))
+        Ok((rollout::encode(&rollouts), report))
     }
 
     fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
-        let mut all = Vec::new();
-        for bytes in rollouts {
-            let batch: Vec<Rollout> = postcard::from_bytes(bytes)
-                .map_err(|e| Error::Comm(format!("a gathered rollout is unreadable: {e}")))?;
-            all.extend(batch);
-        }
+        let all = rollout::decode_gathered(rollouts, self.obs_dim, self.act_dim)?;
         let scalars = Reinforce::update(self, &all, &mut Alone)?;
         Ok(LearnReport {
             scalars,

@@ -4,7 +4,7 @@
 
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Result, Space, derive_seed, rng_from_seed};
+use shoal_core::{Env, Error, LearnReport, Result, Space, StopFlag, derive_seed, rng_from_seed};
 
 /// One episode as collected: enough to compute an update, and nothing more.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -67,4 +67,59 @@ pub(crate) fn play_episode<E: Env + ?Sized>(
         obs = step.obs;
     }
     Ok((rollout, undiscounted))
+}
+
+/// Rollouts as the bytes a rollout-gathering strategy ships to rank 0.
+pub(crate) fn encode(rollouts: &[Rollout]) -> Vec<u8> {
+    postcard::to_stdvec(rollouts).expect("serialising plain vectors cannot fail")
+}
+
+/// Every worker's gathered rollouts in rank order, each checked against
+/// this task's observation and action sizes: bytes from another process
+/// are refused, not trusted.
+pub(crate) fn decode_gathered(
+    gathered: &[Vec<u8>],
+    obs_dim: usize,
+    act_dim: usize,
+) -> Result<Vec<Rollout>> {
+    let mut all = Vec::new();
+    for bytes in gathered {
+        let batch: Vec<Rollout> = postcard::from_bytes(bytes)
+            .map_err(|e| Error::Comm(format!("a gathered rollout is unreadable: {e}")))?;
+        for rollout in &batch {
+            let steps = rollout.len();
+            if rollout.obs.len() != steps * obs_dim
+                || rollout.unit_actions.len() != steps * act_dim
+                || rollout.final_obs.len() != obs_dim
+                || rollout.rewards.iter().any(|r| !r.is_finite())
+            {
+                return Err(Error::Comm(format!(
+                    "a gathered rollout of {steps} steps does not fit observations of {obs_dim} \
+                     and actions of {act_dim} values, or has a non-finite reward"
+                )));
+            }
+        }
+        all.extend(batch);
+    }
+    Ok(all)
+}
+
+/// Trains on `episodes` episodes in batches of at most `batch`, each
+/// collected and learned from by `collect_and_update(n)`. A stop waits for
+/// the batch in hand, so an update's batch is the same whether or not the
+/// run was interrupted.
+pub(crate) fn learn_in_batches(
+    episodes: usize,
+    batch: usize,
+    stop: Option<&StopFlag>,
+    mut collect_and_update: impl FnMut(usize) -> Result<LearnReport>,
+) -> Result<LearnReport> {
+    let mut report = LearnReport::default();
+    let mut remaining = episodes;
+    while remaining > 0 && !stop.is_some_and(StopFlag::is_requested) {
+        let n = remaining.min(batch);
+        report.extend(collect_and_update(n)?);
+        remaining -= n;
+    }
+    Ok(report)
 }
