@@ -4,7 +4,7 @@
 policy and value networks, one torch thread. shoal's rollout is two whole
 1 000-step episodes (2 000 rows in 32 minibatches), 2 % fewer rows.
 
-    python3 -m venv /tmp/bench && . /tmp/bench/bin/activate
+    python3 -m venv .venv-bench && . .venv-bench/bin/activate
     pip install ./crates/python stable-baselines3
     python benches/python/ppo_update.py --repeats 20
 

@@ -684,17 +684,19 @@ impl<E: Env> Ppo<E> {
     /// and statistics the rollouts were collected with.
     fn prepare(&mut self, rollouts: &[Rollout], reducer: &mut dyn MeanReducer) -> Result<Batch> {
         let rewards = self.scaled_rewards(rollouts, reducer)?;
+        // One autodiff-free copy of the value network for the whole batch.
+        let value = self.value.module.valid();
         let mut batch = Batch::default();
         for (rollout, rewards) in rollouts.iter().zip(&rewards) {
             let obs = self.normalized(&rollout.obs)?;
             let values: Vec<f64> = self
-                .forward_plain(&self.value.module.valid(), &obs)
+                .forward_plain(&value, &obs)
                 .into_iter()
                 .map(f64::from)
                 .collect();
             let bootstrap = if rollout.truncated {
                 let last = self.normalized(&rollout.final_obs)?;
-                self.forward_plain(&self.value.module.valid(), &last)[0] as f64
+                self.forward_plain(&value, &last)[0] as f64
             } else {
                 0.0
             };
@@ -944,21 +946,22 @@ impl<E: Env> Ppo<E> {
 /// `1 − Var(target − prediction) / Var(target)`: 1 is a perfect value
 /// function, 0 no better than a constant (NaN-free: 0 when targets are constant).
 fn explained_variance(predicted: &[f64], targets: &[f64]) -> f64 {
-    let n = targets.len() as f64;
     if targets.len() < 2 {
         return 0.0;
     }
-    let var = |v: &mut dyn Iterator<Item = f64>| {
-        let values: Vec<f64> = v.collect();
-        let mean = values.iter().sum::<f64>() / n;
-        values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n
-    };
-    let var_target = var(&mut targets.iter().copied());
+    let var_target = variance(targets);
     if var_target == 0.0 {
         return 0.0;
     }
-    let residual = var(&mut targets.iter().zip(predicted).map(|(t, p)| t - p));
-    1.0 - residual / var_target
+    let residuals: Vec<f64> = targets.iter().zip(predicted).map(|(t, p)| t - p).collect();
+    1.0 - variance(&residuals) / var_target
+}
+
+/// Population variance.
+fn variance(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n
 }
 
 impl<E: Env> Learner for Ppo<E> {
