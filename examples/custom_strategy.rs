@@ -105,7 +105,9 @@ fn main() {
     let mut args = Cli::parse().train;
     if args.resume.is_none() {
         args.source.get_or_insert_with(|| "toy-reinforce".into());
-        args.overrides.push(format!("parallel.strategy=\"{NAME}\""));
+        args.settings
+            .overrides
+            .push(format!("parallel.strategy=\"{NAME}\""));
     }
     let outcome = args.resolve().and_then(|cfg| {
         if cfg.parallel.strategy != StrategyKind::Custom(NAME.into()) {

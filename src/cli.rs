@@ -7,19 +7,14 @@ use shoal_eval::RunDir;
 
 use crate::config::{PRESETS, RunConfig, preset};
 use crate::overrides::list_keys;
-use crate::train::{MAX_EVAL_EPISODES, Plan, eval_seed, load_run, run};
+use crate::train::{MAX_EVAL_EPISODES, Plan, check_config, eval_seed, load_run, run};
 
-/// Arguments of `shoal train`.
+/// The settings flags `shoal train` and `shoal config` share.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct TrainArgs {
-    /// A preset name (see below) or a path to a config.toml.
-    pub source: Option<String>,
+pub struct SettingsArgs {
     /// Override one setting, e.g. `--set algo.learning_rate=1e-3` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Run directory (default: `runs/<preset>`, numbered if it exists).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
     /// Master seed (shorthand for --set seed=N).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -29,6 +24,35 @@ pub struct TrainArgs {
     /// threads, processes or mpi (shorthand for --set parallel.backend=...).
     #[arg(long)]
     pub backend: Option<String>,
+}
+
+impl SettingsArgs {
+    /// Every setting as a `KEY=VALUE` override, the shorthands last.
+    pub fn overrides(&self) -> Vec<String> {
+        let mut overrides = self.overrides.clone();
+        if let Some(seed) = self.seed {
+            overrides.push(format!("seed={seed}"));
+        }
+        if let Some(workers) = self.workers {
+            overrides.push(format!("parallel.workers={workers}"));
+        }
+        if let Some(backend) = &self.backend {
+            overrides.push(format!("parallel.backend=\"{backend}\""));
+        }
+        overrides
+    }
+}
+
+/// Arguments of `shoal train`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TrainArgs {
+    /// A preset name (see below) or a path to a config.toml.
+    pub source: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// Run directory (default: `runs/<preset>`, numbered if it exists).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Continue the run in DIR from its latest checkpoint.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
@@ -47,7 +71,10 @@ pub fn train_help() -> String {
     for p in PRESETS {
         text.push_str(&format!("  {:<16} {}\n", p.name, p.about));
     }
-    text.push_str("\nKeys for --set (worm-reinforce defaults shown):\n");
+    text.push_str(
+        "\nKeys for --set, with worm-reinforce's values (other algorithms and envs have \
+         other keys: `shoal config PRESET` prints a preset's complete configuration):\n",
+    );
     if let Ok(cfg) = preset("worm-reinforce") {
         for (key, value) in list_keys(&cfg.to_table()) {
             text.push_str(&format!("  {key} = {value}\n"));
@@ -71,16 +98,7 @@ impl TrainArgs {
 
     /// The config this invocation asks for (before any resume check).
     pub fn resolve(&self) -> Result<RunConfig> {
-        let mut overrides = self.overrides.clone();
-        if let Some(seed) = self.seed {
-            overrides.push(format!("seed={seed}"));
-        }
-        if let Some(workers) = self.workers {
-            overrides.push(format!("parallel.workers={workers}"));
-        }
-        if let Some(backend) = &self.backend {
-            overrides.push(format!("parallel.backend=\"{backend}\""));
-        }
+        let overrides = self.settings.overrides();
         match (&self.source, &self.resume) {
             (Some(source), _) => RunConfig::resolve(source, &overrides),
             (None, Some(dir)) => {
@@ -112,6 +130,25 @@ pub fn train(args: TrainArgs) -> Result<()> {
 
 fn validate(cfg: &RunConfig) -> Result<()> {
     cfg.parallel.validate()?;
+    Ok(())
+}
+
+/// Arguments of `shoal config`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    /// A preset name (as `shoal train` lists them) or a path to a config.toml.
+    pub source: String,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+}
+
+/// `shoal config`: the complete configuration `shoal train` would run with
+/// the same arguments, as the `config.toml` it would write, after the same
+/// checks.
+pub fn config(args: &ConfigArgs) -> Result<()> {
+    let cfg = RunConfig::resolve(&args.source, &args.settings.overrides())?;
+    check_config(&cfg)?;
+    print!("{}", cfg.to_toml());
     Ok(())
 }
 

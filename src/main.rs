@@ -21,6 +21,9 @@ struct Cli {
 enum Command {
     /// Train an agent from a preset or a config.toml.
     Train(cli::TrainArgs),
+    /// Print the complete configuration (config.toml) that `shoal train`
+    /// would run with the same preset and settings.
+    Config(cli::ConfigArgs),
     /// Evaluate a run's latest checkpoint with the policy frozen; prints JSON.
     Eval {
         /// The run directory.
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
     };
     let outcome = match parsed.command {
         Command::Train(args) => cli::train(args),
+        Command::Config(args) => cli::config(&args),
         Command::Eval { run_dir, episodes } => cli::eval(&run_dir, episodes),
         Command::Plot { run_dirs, out } => cli::plot(&run_dirs, out.as_deref()),
         Command::Render {

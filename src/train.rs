@@ -252,16 +252,6 @@ impl Plan {
 /// on rank 0, `None` on other ranks.
 pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
-    if let StrategyKind::None = cfg.parallel.strategy
-        && cfg.parallel.workers != 1
-    {
-        cfg.parallel.validate()?;
-        return Err(Error::Config(format!(
-            "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} \
-             workers also --set parallel.strategy=pool|gather|averaging",
-            cfg.preset, cfg.parallel.workers
-        )));
-    }
     // Every check runs before anything is created on disk: a config
     // refused after its run directory exists would leave a dead directory.
     check_config(cfg)?;
@@ -337,6 +327,15 @@ pub const MAX_EVAL_EPISODES: usize = 1_000_000;
 /// refuse is refused now).
 pub fn check_config(cfg: &RunConfig) -> Result<()> {
     cfg.parallel.validate()?;
+    if let StrategyKind::None = cfg.parallel.strategy
+        && cfg.parallel.workers != 1
+    {
+        return Err(Error::Config(format!(
+            "preset `{}` trains one learner (parallel.strategy = \"none\"); for {} \
+             workers also --set parallel.strategy=pool|gather|averaging",
+            cfg.preset, cfg.parallel.workers
+        )));
+    }
     // Bad per-worker overrides are refused before a run directory exists.
     for rank in 0..cfg.parallel.worker_overrides.len() {
         cfg.worker(rank)?;

@@ -626,6 +626,53 @@ fn pool_metrics_name_the_winner_and_every_candidate() {
 }
 
 #[test]
+fn config_prints_the_configuration_train_runs_with() {
+    let dir = scratch("config");
+    let settings = [
+        "--seed",
+        "3",
+        "--set",
+        "algo.learning_rate=0.002",
+        "--set",
+        "train.episodes=16",
+        "--set",
+        "train.eval_every=8",
+    ];
+    let printed = shoal(&[&["config", "toy-ppo"][..], &settings].concat(), &dir);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let out = shoal(
+        &[
+            &["train", "toy-ppo", "--out", "run", "--quiet"][..],
+            &settings,
+        ]
+        .concat(),
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let saved = std::fs::read_to_string(dir.join("run/config.toml")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&printed.stdout), saved);
+    assert!(saved.contains("seed = 3\n") && saved.contains("learning_rate = 0.002\n"));
+
+    // Every key of another algorithm's preset, not only the help's.
+    let ddpg = shoal(&["config", "push-ddpg-her"], &dir);
+    let text = String::from_utf8_lossy(&ddpg.stdout);
+    for key in ["batch_size = ", "her_strategy = ", "n_batches = "] {
+        assert!(text.contains(key), "`{key}` missing from\n{text}");
+    }
+
+    // The same refusals as `shoal train`, before anything is written.
+    assert_clean_failure(
+        &shoal(&["config", "worm-reinforcee"], &dir),
+        "unknown preset `worm-reinforcee`",
+    );
+    assert_clean_failure(
+        &shoal(&["config", "toy-reinforce", "--workers", "2"], &dir),
+        "parallel.strategy=pool|gather|averaging",
+    );
+    assert!(!dir.join("runs").exists());
+}
+
+#[test]
 fn several_workers_need_a_parallel_strategy() {
     let dir = scratch("no-strategy");
     let out = shoal(&["train", "toy-reinforce", "--workers", "2"], &dir);
