@@ -1,0 +1,424 @@
+//! shoal-registry: the one table of shoal's environments.
+//!
+//! Every env has one entry ([`EnvEntry`]): its id (the `env.kind` of a
+//! config, the name `shoal bench-env` and the docs use), its Gymnasium id in
+//! the Python package, whether it is goal-conditioned, a builder from its
+//! settings, the scene `shoal render` draws, and the reference return a run
+//! reports beside its own (the worm's gait). The CLI, the runtime's factories
+//! and the Python package read envs from here and nowhere else, so adding an
+//! env is its module plus one entry.
+//!
+//! A run's env is an [`EnvConfig`]: the id and the settings as a TOML table,
+//! exactly as `config.toml` holds them. A registry is a plain value: the
+//! built-in one is [`EnvRegistry::builtin`], and a program adds its own envs
+//! with [`EnvRegistry::with`]; nothing is registered globally.
+//!
+//! ```
+//! use shoal_core::Env;
+//! use shoal_registry::{EnvConfig, EnvRegistry};
+//!
+//! let envs = EnvRegistry::builtin();
+//! let worm = EnvConfig::new("worm", &shoal_env::WormConfig::default().links(5)).unwrap();
+//! let env = envs.make_env(&worm).unwrap();
+//! assert_eq!(env.action_space().dim(), 4);
+//! assert_eq!(envs.get("arm-push").unwrap().python_id, Some("shoal/ArmPush-v0"));
+//! assert!(envs.get("arm-pusj").unwrap_err().to_string().contains("unknown env `arm-pusj`"));
+//! ```
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use shoal_core::{Env, Error, GoalEnv, Result};
+use shoal_eval::{ArmLayout, Reference};
+
+/// An env that can be built from settings: what an entry needs of it.
+pub trait FromSettings: Sized + 'static {
+    /// Its settings, a serde type with defaults that refuses unknown keys.
+    type Settings: Serialize + DeserializeOwned + Default;
+    /// The env for these settings (checking them).
+    fn from_settings(settings: Self::Settings) -> Result<Self>;
+}
+
+macro_rules! from_settings {
+    ($($env:ty => $settings:ty),* $(,)?) => {$(
+        impl FromSettings for $env {
+            type Settings = $settings;
+            fn from_settings(settings: $settings) -> Result<Self> {
+                <$env>::new(settings)
+            }
+        }
+    )*};
+}
+
+from_settings!(
+    shoal_env::Worm => shoal_env::WormConfig,
+    shoal_env::PointReach => shoal_env::PointReachConfig,
+    shoal_env::ArmPush => shoal_env::ArmPushConfig,
+    shoal_env::BallToNet => shoal_env::BallToNetConfig,
+    shoal_env::PointGoal => shoal_env::PointGoalConfig,
+);
+
+/// How an entry builds its env: a plain env or a goal-conditioned one (which
+/// every goal algorithm needs, and every algorithm can use as a plain env).
+#[derive(Clone, Copy)]
+pub enum Builder {
+    /// An env with a reward only.
+    Plain(fn(&toml::Table) -> Result<Box<dyn Env>>),
+    /// An env with goals, success and HER's reward function.
+    Goal(fn(&toml::Table) -> Result<Box<dyn GoalEnv>>),
+}
+
+/// What `shoal render` draws for an env.
+#[derive(Clone, Debug)]
+pub enum Scene {
+    /// The worm from above, from its outline.
+    Worm(shoal_env::WormConfig),
+    /// A table seen from above with the gripper, the object and the goal
+    /// (and a HAC agent's subgoals).
+    Arm(ArmLayout),
+}
+
+/// One env of the registry.
+#[derive(Clone, Copy)]
+pub struct EnvEntry {
+    /// The env's one name: `env.kind` in configs, `shoal bench-env`'s
+    /// argument, the docs' name.
+    pub id: &'static str,
+    /// Its Gymnasium id in the Python package, if it has one there.
+    pub python_id: Option<&'static str>,
+    /// One line on what the task is.
+    pub about: &'static str,
+    /// Builds the env from its settings.
+    pub builder: Builder,
+    /// Its default settings, as a TOML table.
+    pub defaults: fn() -> toml::Table,
+    /// Reads the settings as the env's typed struct, naming the first key or
+    /// value it refuses, without building the env.
+    pub check: fn(&toml::Table) -> Result<()>,
+    /// What `shoal render` draws, from the settings; `None`: not renderable.
+    pub scene: Option<fn(&toml::Table) -> Result<Scene>>,
+    /// The task's reference performance for a seed (the worm's best
+    /// travelling wave), if it has one; `None` from the function when the
+    /// search finds nothing for these settings.
+    pub reference: Option<fn(&toml::Table, u64) -> Option<Reference>>,
+}
+
+impl fmt::Debug for EnvEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnvEntry")
+            .field("id", &self.id)
+            .field("python_id", &self.python_id)
+            .field("goal", &self.is_goal())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EnvEntry {
+    /// An entry for a plain env `E` under `id`, without Python id, scene
+    /// or reference (add them with the builder methods).
+    pub fn plain<E: FromSettings + Env>(id: &'static str, about: &'static str) -> Self {
+        let builder = Builder::Plain(|table| Ok(Box::new(E::from_settings(settings_of(table)?)?)));
+        Self::of::<E>(id, about, builder)
+    }
+
+    /// An entry for a goal-conditioned env `E` under `id`.
+    pub fn goal<E: FromSettings + GoalEnv>(id: &'static str, about: &'static str) -> Self {
+        let builder = Builder::Goal(|table| Ok(Box::new(E::from_settings(settings_of(table)?)?)));
+        Self::of::<E>(id, about, builder)
+    }
+
+    fn of<E: FromSettings>(id: &'static str, about: &'static str, builder: Builder) -> Self {
+        EnvEntry {
+            id,
+            python_id: None,
+            about,
+            builder,
+            defaults: || table_of(&E::Settings::default()).expect("default settings are TOML"),
+            check: |table| settings_of::<E::Settings>(table).map(drop),
+            scene: None,
+            reference: None,
+        }
+    }
+
+    /// With its Gymnasium id in the Python package.
+    pub fn python_id(mut self, id: &'static str) -> Self {
+        self.python_id = Some(id);
+        self
+    }
+
+    /// With the scene `shoal render` draws.
+    pub fn scene(mut self, scene: fn(&toml::Table) -> Result<Scene>) -> Self {
+        self.scene = Some(scene);
+        self
+    }
+
+    /// With a reference performance.
+    pub fn reference(mut self, reference: fn(&toml::Table, u64) -> Option<Reference>) -> Self {
+        self.reference = Some(reference);
+        self
+    }
+
+    /// Whether the env is goal-conditioned (success rates, HER, HAC).
+    pub fn is_goal(&self) -> bool {
+        matches!(self.builder, Builder::Goal(_))
+    }
+}
+
+/// An env's settings as their typed struct; a key the struct lacks is an
+/// error naming it (serde's "unknown field", which `--set` reports as an
+/// unknown key).
+pub fn settings_of<S: DeserializeOwned>(table: &toml::Table) -> Result<S> {
+    toml::Value::Table(table.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| Error::Config(format!("env settings: {}", e.message().trim())))
+}
+
+/// Typed settings as the TOML table a config holds. Goes through the text:
+/// converting the value directly widens an `f32` to `f64` bit for bit
+/// (`0.04` becomes `0.03999999910593033`).
+pub fn table_of<S: Serialize>(settings: &S) -> Result<toml::Table> {
+    let text = toml::to_string(settings)
+        .map_err(|e| Error::Config(format!("env settings are not TOML: {e}")))?;
+    Ok(toml::from_str(&text).expect("TOML written by toml parses"))
+}
+
+/// A registry of envs, by id. Cloning shares the table.
+#[derive(Clone)]
+pub struct EnvRegistry {
+    entries: Arc<Vec<EnvEntry>>,
+}
+
+impl fmt::Debug for EnvRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.ids()).finish()
+    }
+}
+
+/// Two registries are equal when they name the same envs in the same order
+/// (entries hold functions, which do not compare).
+impl PartialEq for EnvRegistry {
+    fn eq(&self, other: &Self) -> bool {
+        self.ids() == other.ids()
+    }
+}
+
+impl Default for EnvRegistry {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl EnvRegistry {
+    /// No envs.
+    pub fn empty() -> Self {
+        EnvRegistry {
+            entries: Arc::new(Vec::new()),
+        }
+    }
+
+    /// shoal's own envs.
+    pub fn builtin() -> Self {
+        Self::empty()
+            .with(
+                EnvEntry::plain::<shoal_env::Worm>(
+                    "worm",
+                    "planar multi-link swimmer in a viscous medium: swim forward",
+                )
+                .python_id("shoal/Worm-v0")
+                .scene(|table| Ok(Scene::Worm(settings_of(table)?)))
+                .reference(worm_gait),
+            )
+            .with(
+                EnvEntry::goal::<shoal_env::ArmPush>(
+                    "arm-push",
+                    "a gripper pushes a box to a goal on a table",
+                )
+                .python_id("shoal/ArmPush-v0")
+                .scene(|table| Ok(Scene::Arm((&settings_of::<shoal_env::ArmPushConfig>(table)?).into()))),
+            )
+            .with(
+                EnvEntry::goal::<shoal_env::BallToNet>(
+                    "ball-to-net",
+                    "a gripper strikes a ball into a net",
+                )
+                .python_id("shoal/BallToNet-v0")
+                .scene(|table| {
+                    Ok(Scene::Arm((&settings_of::<shoal_env::BallToNetConfig>(table)?).into()))
+                }),
+            )
+            .with(EnvEntry::plain::<shoal_env::PointReach>(
+                "point-reach",
+                "toy: move a point to a fixed target (fast tests)",
+            ))
+            .with(EnvEntry::goal::<shoal_env::PointGoal>(
+                "point-goal",
+                "toy: move a point to a goal (fast tests of goal algorithms)",
+            ))
+    }
+
+    /// This registry with `entry` added, or replacing the entry of its id.
+    pub fn with(self, entry: EnvEntry) -> Self {
+        let mut entries = self.entries.as_ref().clone();
+        entries.retain(|e| e.id != entry.id);
+        entries.push(entry);
+        EnvRegistry {
+            entries: Arc::new(entries),
+        }
+    }
+
+    /// Every entry, in registration order.
+    pub fn entries(&self) -> &[EnvEntry] {
+        &self.entries
+    }
+
+    /// Every id, in registration order.
+    pub fn ids(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|e| e.id).collect()
+    }
+
+    /// The entry of `id`, or an error listing the ids there are.
+    pub fn get(&self, id: &str) -> Result<&EnvEntry> {
+        self.entries.iter().find(|e| e.id == id).ok_or_else(|| {
+            Error::Config(format!(
+                "unknown env `{id}` (envs: {})",
+                self.ids().join(", ")
+            ))
+        })
+    }
+
+    /// Checks `env`'s id and settings (keys and types) without building it.
+    pub fn check(&self, env: &EnvConfig) -> Result<()> {
+        (self.get(&env.kind)?.check)(&env.settings)
+    }
+
+    /// The configured env.
+    pub fn make_env(&self, env: &EnvConfig) -> Result<Box<dyn Env>> {
+        match self.get(&env.kind)?.builder {
+            Builder::Plain(build) => build(&env.settings),
+            Builder::Goal(build) => Ok(Box::new(build(&env.settings)?)),
+        }
+    }
+
+    /// The configured goal-conditioned env.
+    pub fn make_goal_env(&self, env: &EnvConfig) -> Result<Box<dyn GoalEnv>> {
+        match self.get(&env.kind)?.builder {
+            Builder::Goal(build) => build(&env.settings),
+            Builder::Plain(_) => {
+                let goal: Vec<&str> = self
+                    .entries
+                    .iter()
+                    .filter(|e| e.is_goal())
+                    .map(|e| e.id)
+                    .collect();
+                Err(Error::Config(format!(
+                    "env `{}` is not goal-conditioned; goal algorithms need one of: {}",
+                    env.kind,
+                    goal.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Whether `env` is goal-conditioned.
+    pub fn is_goal(&self, env: &EnvConfig) -> Result<bool> {
+        Ok(self.get(&env.kind)?.is_goal())
+    }
+}
+
+/// The worm's best travelling wave on this seed: the return its gait
+/// search finds, and the wave in `summary.json`.
+fn worm_gait(table: &toml::Table, seed: u64) -> Option<Reference> {
+    let worm: shoal_env::WormConfig = settings_of(table).ok()?;
+    let gait = shoal_env::try_best_travelling_wave(&worm, seed).ok()?;
+    Some(Reference {
+        name: "gait".into(),
+        episode_return: gait.episode_return,
+        summary_fields: vec![
+            ("gait_speed".into(), gait.speed.into()),
+            (
+                "gait".into(),
+                json!({"amplitude": gait.amplitude, "omega": gait.omega, "phase": gait.phase}),
+            ),
+        ],
+    })
+}
+
+/// A run's env: its registry id and its settings, as `config.toml` holds
+/// them (`[env]` with `kind = "worm"` beside the worm's settings).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnvConfig {
+    /// The env's registry id.
+    pub kind: String,
+    /// Its settings (keys its typed settings struct knows; absent keys take
+    /// their defaults).
+    #[serde(flatten)]
+    pub settings: toml::Table,
+}
+
+impl EnvConfig {
+    /// The env `kind` with typed settings.
+    pub fn new<S: Serialize>(kind: &str, settings: &S) -> Result<Self> {
+        Ok(EnvConfig {
+            kind: kind.into(),
+            settings: table_of(settings)?,
+        })
+    }
+
+    /// The settings as their typed struct.
+    pub fn settings<S: DeserializeOwned>(&self) -> Result<S> {
+        settings_of(&self.settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_eval::ArmObject;
+
+    fn arm_layout<S: Serialize>(kind: &str, settings: &S) -> ArmLayout {
+        let envs = EnvRegistry::builtin();
+        let env = EnvConfig::new(kind, settings).unwrap();
+        match (envs.get(kind).unwrap().scene.unwrap())(&env.settings).unwrap() {
+            Scene::Arm(layout) => layout,
+            Scene::Worm(_) => panic!("{kind} is an arm task"),
+        }
+    }
+
+    #[test]
+    fn arm_layouts_follow_the_task_configs() {
+        // The ball's defaults (BallToNetConfig docs): a 0.9 × 0.7 m table,
+        // a cylindrical gripper of radius 0.02 and half height 0.03, a ball
+        // of radius 0.025, success within 0.05 m.
+        let ball = arm_layout("ball-to-net", &shoal_env::BallToNetConfig::default());
+        assert_eq!(ball.table_half_extents, [0.45, 0.35]);
+        assert_eq!(ball.table_height, 0.4);
+        assert_eq!(ball.object, ArmObject::Ball { radius: 0.025 });
+        assert_eq!(
+            (ball.gripper_radius, ball.gripper_half_height),
+            (0.02, 0.03)
+        );
+        assert_eq!(ball.goal_radius, 0.05);
+        // A changed config changes the drawing.
+        let mut wide = shoal_env::BallToNetConfig::default();
+        wide.arm.table_half_extents = [0.6, 0.4];
+        wide.arm.distance_threshold = 0.08;
+        let wide = arm_layout("ball-to-net", &wide);
+        assert_eq!(
+            (wide.table_half_extents, wide.goal_radius),
+            ([0.6, 0.4], 0.08)
+        );
+        // Push: FetchPush's 0.5 × 0.7 m table, a block gripper of half
+        // extents [0.02, 0.02, 0.03], a box of half size 0.025.
+        let push = arm_layout("arm-push", &shoal_env::ArmPushConfig::default());
+        assert_eq!(push.table_half_extents, [0.25, 0.35]);
+        assert_eq!(push.object, ArmObject::Box { half_size: 0.025 });
+        assert_eq!(
+            (push.gripper_radius, push.gripper_half_height),
+            (0.02, 0.03)
+        );
+    }
+}
