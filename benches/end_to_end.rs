@@ -31,7 +31,7 @@ fn env_step(c: &mut Criterion) {
     let mut group = c.benchmark_group("env_step");
     for (name, preset_name) in ENV_PRESETS {
         let cfg = preset(preset_name).unwrap();
-        let mut env = make_env(&cfg.env).unwrap();
+        let mut env = make_env(&cfg).unwrap();
         let space = env.action_space().clone();
         let mut rng = rng_from_seed(0);
         // Pre-drawn actions keep the generator out of the timed loop.

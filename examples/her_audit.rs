@@ -205,17 +205,20 @@ impl Tally {
 const HEADER: &str = "| episodes | train success | ball moved | settled | original, reward 0 | static | post-settle | informative | missed (rolling) | pushing (reward 0) | rolling (reward 0) |\n|---|---|---|---|---|---|---|---|---|---|---|";
 
 fn reach_of(env: &EnvConfig) -> Result<Reach> {
-    let (arm, object_radius, object_half_height) = match env {
-        EnvConfig::BallToNet(ball) => (&ball.arm, ball.ball_radius, ball.ball_radius),
-        EnvConfig::ArmPush(push) => {
+    let (arm, object_radius, object_half_height) = match env.kind.as_str() {
+        "ball-to-net" => {
+            let ball: shoal_env::BallToNetConfig = env.settings()?;
+            (ball.arm, ball.ball_radius, ball.ball_radius)
+        }
+        "arm-push" => {
+            let push: shoal_env::ArmPushConfig = env.settings()?;
             // The box's half diagonal: touching at a corner.
             let h = push.box_half_size;
-            (&push.arm, h * std::f32::consts::SQRT_2, h)
+            (push.arm, h * std::f32::consts::SQRT_2, h)
         }
         other => {
             return Err(Error::Config(format!(
-                "her_audit reads arm tasks, not `{}`",
-                other.kind()
+                "her_audit reads arm tasks, not `{other}`"
             )));
         }
     };
@@ -282,7 +285,7 @@ fn main() -> Result<()> {
     };
     let her = ddpg.her();
     let reach = reach_of(&cfg.env)?;
-    let make = || shoal::train::make_goal_env(&cfg.env);
+    let make = || shoal::train::make_goal_env(&cfg);
     let mut learner = Ddpg::new(ddpg.clone(), make()?, make()?, cfg.seed)?;
     let ckpt = load_checkpoint(dir.path(), &CheckpointSelector::Latest, None)?;
     learner.load_state(ckpt.blob("learner")?)?;

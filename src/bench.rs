@@ -10,37 +10,24 @@ use serde_json::{Value, json};
 use shoal_core::{Error, Result, RolloutLearner, rng_from_seed};
 use shoal_parallel::{Backend, Communicator, launch};
 
-use crate::config::{EnvConfig, preset};
-use crate::train::{make_env, make_learner, make_rollout_learner};
+use crate::config::{EnvConfig, EnvRegistry, preset};
+use crate::train::{make_learner, make_rollout_learner};
 
-/// The default config of an env `shoal bench-env` measures.
-pub type BenchEnv = fn() -> EnvConfig;
-
-/// The envs `shoal bench-env` measures, with default settings, by the one
-/// name each has in configs (`env.kind`) and commands alike; its `--help`
-/// and its unknown-env error list this table.
-pub const BENCH_ENVS: &[BenchEnv] = &[
-    || EnvConfig::Worm(Default::default()),
-    || EnvConfig::ArmPush(Default::default()),
-    || EnvConfig::BallToNet(Default::default()),
-];
-
-/// The names of [`BENCH_ENVS`], comma-separated.
+/// The envs `shoal bench-env` measures: every registered env, by its id.
 pub fn bench_env_names() -> String {
-    let names: Vec<&str> = BENCH_ENVS.iter().map(|config| config().kind()).collect();
-    names.join(", ")
+    EnvRegistry::builtin().ids().join(", ")
 }
 
-/// `shoal bench-env`: random actions on one core, env resets included.
+/// `shoal bench-env`: random actions on one core, env resets included, with
+/// the env's default settings.
 pub fn bench_env(name: &str, steps: u64) -> Result<()> {
-    let Some(config) = BENCH_ENVS.iter().find(|config| config().kind() == name) else {
-        return Err(Error::Config(format!(
-            "unknown env `{name}` (envs: {})",
-            bench_env_names()
-        )));
+    let envs = EnvRegistry::builtin();
+    let entry = envs.get(name)?;
+    let env_config = EnvConfig {
+        kind: name.into(),
+        settings: (entry.defaults)(),
     };
-    let cfg = config();
-    let mut env = make_env(&cfg)?;
+    let mut env = envs.make_env(&env_config)?;
     let mut rng = rng_from_seed(0);
     let space = env.action_space().clone();
     // Pre-drawn actions keep the generator out of the timed loop.

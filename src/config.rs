@@ -11,42 +11,7 @@ use shoal_parallel::Backend;
 
 use crate::overrides::apply_override_with;
 
-/// Which environment to train on, with its settings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum EnvConfig {
-    /// The swimming worm (`worm-v1`).
-    Worm(shoal_env::WormConfig),
-    /// The 1-D/2-D point-reaching toy task, for fast tests.
-    PointReach(shoal_env::PointReachConfig),
-    /// A gripper pushes a box to a goal on a table (`arm-push-v1`).
-    ArmPush(shoal_env::ArmPushConfig),
-    /// A gripper strikes a ball into a net (`ball-to-net-v1`).
-    BallToNet(shoal_env::BallToNetConfig),
-    /// The goal-conditioned point toy task, for fast tests.
-    PointGoal(shoal_env::PointGoalConfig),
-}
-
-impl EnvConfig {
-    /// The `kind` tag of this env in config files.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            EnvConfig::Worm(_) => "worm",
-            EnvConfig::PointReach(_) => "point-reach",
-            EnvConfig::ArmPush(_) => "arm-push",
-            EnvConfig::BallToNet(_) => "ball-to-net",
-            EnvConfig::PointGoal(_) => "point-goal",
-        }
-    }
-
-    /// Whether the env is goal-conditioned (success rates, HER, HAC).
-    pub fn is_goal_task(&self) -> bool {
-        matches!(
-            self,
-            EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_) | EnvConfig::PointGoal(_)
-        )
-    }
-}
+pub use shoal_registry::{EnvConfig, EnvRegistry};
 
 /// Which algorithm to train with, with its hyperparameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,6 +213,11 @@ pub struct RunConfig {
     pub seed: u64,
     /// The task.
     pub env: EnvConfig,
+    /// The envs `env.kind` names: shoal's own unless a program that uses
+    /// shoal as a library resolved the config with its own
+    /// ([`RunConfig::resolve_in`]). Not part of the file.
+    #[serde(skip)]
+    pub envs: EnvRegistry,
     /// The learner.
     pub algo: AlgoConfig,
     /// Budget, evaluation and checkpoint cadence.
@@ -339,12 +309,12 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "push-ddpg-her",
         about: "arm pushes a box to a goal, DDPG + HER (OpenAI baselines' defaults)",
-        build: || goal_preset(EnvConfig::ArmPush(Default::default())),
+        build: || goal_preset(env("arm-push", &shoal_env::ArmPushConfig::default())),
     },
     Preset {
         name: "ball-ddpg-her",
         about: "arm strikes a ball into a net, DDPG + HER",
-        build: || goal_preset(EnvConfig::BallToNet(Default::default())),
+        build: || goal_preset(env("ball-to-net", &shoal_env::BallToNetConfig::default())),
     },
     Preset {
         name: "toy-ddpg-her",
@@ -354,7 +324,7 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "push-far-ddpg-her",
         about: "arm pushes a box 0.4-0.7 m in 200 steps (long horizon), DDPG + HER",
-        build: || goal_preset(EnvConfig::ArmPush(shoal_env::ArmPushConfig::far())),
+        build: || goal_preset(env("arm-push", &shoal_env::ArmPushConfig::far())),
     },
     Preset {
         name: "push-far-hac",
@@ -369,7 +339,11 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "ball-hac",
         about: "arm strikes a ball into a net, 2-level HAC + HER",
-        build: || hac_preset(EnvConfig::BallToNet(Default::default())),
+        build: || {
+            hac_preset("ball-to-net", &shoal_env::BallToNetConfig::default(), |b| {
+                &b.arm
+            })
+        },
     },
     Preset {
         name: "toy-hac",
@@ -377,6 +351,11 @@ pub const PRESETS: &[Preset] = &[
         build: toy_hac,
     },
 ];
+
+/// A built-in env's config from its typed settings.
+fn env<S: serde::Serialize>(kind: &str, settings: &S) -> EnvConfig {
+    EnvConfig::new(kind, settings).expect("built-in settings are TOML")
+}
 
 /// The built-in preset `name`.
 pub fn preset(name: &str) -> Result<RunConfig> {
@@ -396,7 +375,8 @@ fn worm_reinforce() -> RunConfig {
     RunConfig {
         preset: String::new(),
         seed: 0,
-        env: EnvConfig::Worm(shoal_env::WormConfig::default()),
+        env: env("worm", &shoal_env::WormConfig::default()),
+        envs: EnvRegistry::builtin(),
         algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
         train: TrainConfig::default(),
         parallel: ParallelConfig::default(),
@@ -463,7 +443,7 @@ fn worm_pool() -> RunConfig {
 /// ahead of a single learner on 3, 5 and 7 links).
 fn longer_worm(links: usize, base: RunConfig) -> RunConfig {
     let mut cfg = RunConfig {
-        env: EnvConfig::Worm(shoal_env::WormConfig::default().links(links)),
+        env: env("worm", &shoal_env::WormConfig::default().links(links)),
         ..base
     };
     if let AlgoConfig::Reinforce(reinforce) = &mut cfg.algo {
@@ -479,7 +459,8 @@ fn toy_reinforce() -> RunConfig {
     RunConfig {
         preset: String::new(),
         seed: 0,
-        env: EnvConfig::PointReach(shoal_env::PointReachConfig::default()),
+        env: env("point-reach", &shoal_env::PointReachConfig::default()),
+        envs: EnvRegistry::builtin(),
         algo: AlgoConfig::Reinforce(ReinforceConfig {
             learning_rate: 1e-2,
             hidden: vec![32],
@@ -507,6 +488,7 @@ fn goal_preset(env: EnvConfig) -> RunConfig {
         preset: String::new(),
         seed: 0,
         env,
+        envs: EnvRegistry::builtin(),
         // `final` relabelling, not the library's `future` (OpenAI
         // baselines'): at 6 000 episodes, 3 seeds, its median final
         // success is 0.97 against 0.96 on push and 1.00 against 1.00 on the
@@ -552,7 +534,7 @@ fn toy_ddpg_her() -> RunConfig {
             ..DdpgConfig::default()
         }),
         train: toy_goal_train(),
-        ..goal_preset(EnvConfig::PointGoal(Default::default()))
+        ..goal_preset(env("point-goal", &shoal_env::PointGoalConfig::default()))
     }
 }
 
@@ -560,19 +542,17 @@ fn toy_ddpg_her() -> RunConfig {
 /// H = 10 steps, so an episode holds 5 subgoal attempts. Subgoals are object
 /// positions over the table (the ball's net may lie beyond its edge, hence
 /// the margin), up to 10 cm above it.
-fn hac_preset(env: EnvConfig) -> RunConfig {
-    let (low, high) = match &env {
-        EnvConfig::ArmPush(push) => push.arm.object_region(0.0, 0.1),
-        EnvConfig::BallToNet(ball) => ball.arm.object_region(0.3, 0.1),
-        _ => unreachable!("the arm HAC presets are arm tasks"),
-    };
+fn hac_preset<S: serde::Serialize>(
+    kind: &str,
+    settings: &S,
+    arm: fn(&S) -> &shoal_env::arm::ArmConfig,
+) -> RunConfig {
+    // The ball's net may lie beyond the table's edge.
+    let margin = if kind == "ball-to-net" { 0.3 } else { 0.0 };
+    let (low, high) = arm(settings).object_region(margin, 0.1);
     // Each level acts at most H times per attempt: H² steps must cover the
     // episode (50 steps: H = 10; the far push's 200: H = 15).
-    let steps = match &env {
-        EnvConfig::ArmPush(push) => push.arm.max_episode_steps,
-        EnvConfig::BallToNet(ball) => ball.arm.max_episode_steps,
-        _ => unreachable!("the arm HAC presets are arm tasks"),
-    };
+    let steps = arm(settings).max_episode_steps;
     let algo = HacConfig {
         levels: 2,
         horizon: if steps > 100 { 15 } else { 10 },
@@ -582,7 +562,7 @@ fn hac_preset(env: EnvConfig) -> RunConfig {
     };
     RunConfig {
         algo: AlgoConfig::Hac(algo),
-        ..goal_preset(env)
+        ..goal_preset(env(kind, settings))
     }
 }
 
@@ -593,7 +573,7 @@ fn hac_preset(env: EnvConfig) -> RunConfig {
 /// 6 000 episodes at the paper's 40, where batch 1 024 and 256 both ended
 /// below 0.9.
 fn push_hac() -> RunConfig {
-    let mut config = hac_preset(EnvConfig::ArmPush(Default::default()));
+    let mut config = hac_preset("arm-push", &shoal_env::ArmPushConfig::default(), |p| &p.arm);
     if let AlgoConfig::Hac(hac) = &mut config.algo {
         hac.batch_size = 256;
         hac.n_batches = 20;
@@ -607,7 +587,7 @@ fn push_hac() -> RunConfig {
 /// against 0.25 at 4 500 episodes, seeds 0–2; docs/algorithms/hac.md):
 /// 40 updates per level per episode, as there.
 fn push_far_hac() -> RunConfig {
-    let mut config = hac_preset(EnvConfig::ArmPush(shoal_env::ArmPushConfig::far()));
+    let mut config = hac_preset("arm-push", &shoal_env::ArmPushConfig::far(), |p| &p.arm);
     if let AlgoConfig::Hac(hac) = &mut config.algo {
         hac.batch_size = 256;
     }
@@ -636,7 +616,7 @@ fn toy_hac() -> RunConfig {
             episodes: 250,
             ..toy_goal_train()
         },
-        ..goal_preset(EnvConfig::PointGoal(env))
+        ..goal_preset(self::env("point-goal", &env))
     }
 }
 
@@ -644,12 +624,21 @@ impl RunConfig {
     /// Resolves a preset name or a path to a TOML file, then applies `--set`
     /// overrides in order.
     pub fn resolve(source: &str, overrides: &[String]) -> Result<RunConfig> {
+        Self::resolve_in(&EnvRegistry::builtin(), source, overrides)
+    }
+
+    /// [`RunConfig::resolve`] with the envs of `envs`: how a program that
+    /// registers its own envs reads a config or a preset that names them.
+    pub fn resolve_in(envs: &EnvRegistry, source: &str, overrides: &[String]) -> Result<RunConfig> {
         let base = if source.ends_with(".toml") || Path::new(source).is_file() {
             let text = std::fs::read_to_string(source)
                 .map_err(|e| Error::io(format!("reading config {source}"), e))?;
-            Self::from_toml(&text, source)?
+            Self::from_toml_in(envs, &text, source)?
         } else {
-            preset(source)?
+            RunConfig {
+                envs: envs.clone(),
+                ..preset(source)?
+            }
         };
         base.with_overrides(overrides)
     }
@@ -662,17 +651,26 @@ impl RunConfig {
         let mut tree = self.to_table();
         // Optional settings are absent while unset; they may be added.
         let accepts = |tree: &toml::Table| {
-            toml::Value::Table(tree.clone())
-                .try_into::<RunConfig>()
-                .map(drop)
-                .map_err(|e| one_line(&e))
+            self.read_tree(tree.clone()).map(drop).map_err(|e| match e {
+                Error::Config(message) => message,
+                other => other.to_string(),
+            })
         };
         for assignment in overrides {
             apply_override_with(&mut tree, assignment, &accepts)?;
         }
-        toml::Value::Table(tree)
+        self.read_tree(tree)
+            .map_err(|e| in_context("after --set", e))
+    }
+
+    /// A config tree read with this config's envs, its env settings checked.
+    fn read_tree(&self, tree: toml::Table) -> Result<RunConfig> {
+        let mut cfg: RunConfig = toml::Value::Table(tree)
             .try_into()
-            .map_err(|e: toml::de::Error| Error::Config(format!("after --set: {}", one_line(&e))))
+            .map_err(|e: toml::de::Error| Error::Config(one_line(&e)))?;
+        cfg.envs = self.envs.clone();
+        cfg.envs.check(&cfg.env)?;
+        Ok(cfg)
     }
 
     /// The config worker `rank` of a pool trains with: the run's, with that
@@ -699,11 +697,26 @@ impl RunConfig {
     /// Parses a config file's text; `origin` names it in errors. Keys that
     /// earlier versions wrote are read as their successors ([`migrate`]).
     pub fn from_toml(text: &str, origin: &str) -> Result<RunConfig> {
+        Self::from_toml_in(&EnvRegistry::builtin(), text, origin)
+    }
+
+    /// [`RunConfig::from_toml`] with the envs of `envs`.
+    pub fn from_toml_in(envs: &EnvRegistry, text: &str, origin: &str) -> Result<RunConfig> {
         let malformed =
             |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
         let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
         migrate(&mut tree);
-        toml::Value::Table(tree).try_into().map_err(malformed)
+        let mut cfg: RunConfig = toml::Value::Table(tree).try_into().map_err(malformed)?;
+        cfg.envs = envs.clone();
+        cfg.envs
+            .check(&cfg.env)
+            .map_err(|e| in_context(&format!("{origin} is malformed"), e))?;
+        Ok(cfg)
+    }
+
+    /// Whether the run's env is goal-conditioned (success rates, HER, HAC).
+    pub fn is_goal_task(&self) -> Result<bool> {
+        self.envs.is_goal(&self.env)
     }
 
     /// The config as TOML text.
@@ -777,9 +790,7 @@ mod tests {
     #[test]
     fn f32_settings_read_as_written_and_survive_the_tree() {
         let cfg = preset("worm-reinforce").unwrap();
-        let EnvConfig::Worm(worm) = &cfg.env else {
-            panic!("worm-reinforce trains the worm")
-        };
+        let worm: shoal_env::WormConfig = cfg.env.settings().unwrap();
         assert_eq!(worm.control_dt, 0.04);
         let tree = cfg.to_table();
         assert_eq!(tree["env"]["control_dt"].to_string(), "0.04");
@@ -796,11 +807,9 @@ mod tests {
             ("worm7-pool", "worm-pool", 7, Some(vec![1.0, 3.0])),
         ] {
             let mut longer = preset(name).unwrap();
-            let EnvConfig::Worm(worm) = &mut longer.env else {
-                panic!("{name} trains the worm")
-            };
+            let worm: shoal_env::WormConfig = longer.env.settings().unwrap();
             assert_eq!(worm.links, links, "{name}");
-            worm.links = 3;
+            longer.env = env("worm", &worm.links(3));
             let AlgoConfig::Reinforce(reinforce) = &mut longer.algo else {
                 panic!("{name} trains REINFORCE")
             };

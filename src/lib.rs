@@ -26,6 +26,7 @@ pub use shoal_env as env;
 pub use shoal_eval as eval;
 pub use shoal_parallel as parallel;
 pub use shoal_policy as policy;
+pub use shoal_registry as registry;
 pub use shoal_run as run;
 
 pub use shoal_core::allocator;

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use shoal_core::{Env, Error, Learner, Policy, Result};
 use shoal_env::arm::ArmObs;
-use shoal_eval::{ArmFrameInput, ArmLayout, WormFrameInput, compare_runs, render_arm, render_worm};
+use shoal_eval::{ArmFrameInput, WormFrameInput, compare_runs, render_arm, render_worm};
 
-use crate::config::{AlgoConfig, EnvConfig, RunConfig};
+use crate::config::{AlgoConfig, RunConfig};
 use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
+use shoal_registry::Scene;
 
 /// Most episodes `shoal render` draws into one GIF.
 pub const MAX_RENDER_EPISODES: usize = 100;
@@ -22,8 +23,23 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
     let (cfg, state) = load_run_state(run_dir)?;
     let out = out.map_or_else(|| run_dir.join("render.gif"), Path::to_path_buf);
     let seed = eval_seed(&cfg);
-    let (gif, png) = match (&cfg.env, &cfg.algo) {
-        (EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_), AlgoConfig::Hac(_)) => {
+    let entry = cfg.envs.get(&cfg.env.kind)?;
+    let Some(scene) = entry.scene else {
+        let renderable: Vec<&str> = cfg
+            .envs
+            .entries()
+            .iter()
+            .filter(|e| e.scene.is_some())
+            .map(|e| e.id)
+            .collect();
+        return Err(Error::Config(format!(
+            "no renderer for env `{}` (renderable: {})",
+            entry.id,
+            renderable.join(", ")
+        )));
+    };
+    let (gif, png) = match (scene(&cfg.env.settings)?, &cfg.algo) {
+        (Scene::Arm(layout), AlgoConfig::Hac(_)) => {
             let mut hac = make_hac(&cfg, 0, 1.0)?;
             hac.load_state(&state)?;
             let frames = hac
@@ -31,11 +47,11 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
                 .iter()
                 .map(|f| arm_frame(f.episode, &f.observation, &f.subgoals))
                 .collect::<Result<Vec<_>>>()?;
-            render_arm(&arm_layout(&cfg.env), &frames, &out)?
+            render_arm(&layout, &frames, &out)?
         }
-        (EnvConfig::Worm(worm), _) => {
+        (Scene::Worm(worm), _) => {
             let policy = frozen_policy(&cfg, &state)?;
-            let mut env = shoal_env::Worm::new(worm.clone())?;
+            let mut env = shoal_env::Worm::new(worm)?;
             let mut frames = Vec::new();
             rollout(
                 &mut env,
@@ -49,17 +65,11 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             )?;
             render_worm(&frames, &out)?
         }
-        (EnvConfig::ArmPush(_) | EnvConfig::BallToNet(_), _) => {
+        (Scene::Arm(layout), _) => {
             let policy = frozen_policy(&cfg, &state)?;
-            let mut env = make_goal_env(&cfg.env)?;
+            let mut env = make_goal_env(&cfg)?;
             let frames = arm_frames(&mut env, policy.as_ref(), episodes, seed)?;
-            render_arm(&arm_layout(&cfg.env), &frames, &out)?
-        }
-        (other, _) => {
-            return Err(Error::Config(format!(
-                "no renderer for env `{}` (renderable: worm, arm-push, ball-to-net)",
-                other.kind()
-            )));
+            render_arm(&layout, &frames, &out)?
         }
     };
     println!("{}\n{}", gif.display(), png.display());
@@ -76,16 +86,6 @@ fn frozen_policy(cfg: &RunConfig, state: &[u8]) -> Result<Box<dyn Policy>> {
             cfg.algo.kind()
         ))
     })
-}
-
-/// An arm task's fixed scene as its config sets it (the ball's table is
-/// longer than the push table that [`ArmLayout::default`] describes).
-fn arm_layout(env: &EnvConfig) -> ArmLayout {
-    match env {
-        EnvConfig::BallToNet(ball) => ball.into(),
-        EnvConfig::ArmPush(push) => push.into(),
-        _ => ArmLayout::default(),
-    }
 }
 
 /// Runs `episodes` frozen-policy episodes, calling `frame` with the env, its
@@ -158,44 +158,4 @@ pub fn compare(run_dirs: &[PathBuf], markdown: bool) -> Result<()> {
         print!("{}", table.to_terminal());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use shoal_eval::ArmObject;
-
-    #[test]
-    fn arm_layouts_follow_the_task_configs() {
-        // The ball's defaults (BallToNetConfig docs): a 0.9 × 0.7 m table,
-        // a cylindrical gripper of radius 0.02 and half height 0.03, a ball
-        // of radius 0.025, success within 0.05 m.
-        let ball = arm_layout(&EnvConfig::BallToNet(Default::default()));
-        assert_eq!(ball.table_half_extents, [0.45, 0.35]);
-        assert_eq!(ball.table_height, 0.4);
-        assert_eq!(ball.object, ArmObject::Ball { radius: 0.025 });
-        assert_eq!(
-            (ball.gripper_radius, ball.gripper_half_height),
-            (0.02, 0.03)
-        );
-        assert_eq!(ball.goal_radius, 0.05);
-        // A changed config changes the drawing.
-        let mut wide = shoal_env::BallToNetConfig::default();
-        wide.arm.table_half_extents = [0.6, 0.4];
-        wide.arm.distance_threshold = 0.08;
-        let wide = arm_layout(&EnvConfig::BallToNet(wide));
-        assert_eq!(
-            (wide.table_half_extents, wide.goal_radius),
-            ([0.6, 0.4], 0.08)
-        );
-        // Push: FetchPush's 0.5 × 0.7 m table, a block gripper of half
-        // extents [0.02, 0.02, 0.03], a box of half size 0.025.
-        let push = arm_layout(&EnvConfig::ArmPush(Default::default()));
-        assert_eq!(push.table_half_extents, [0.25, 0.35]);
-        assert_eq!(push.object, ArmObject::Box { half_size: 0.025 });
-        assert_eq!(
-            (push.gripper_radius, push.gripper_half_height),
-            (0.02, 0.03)
-        );
-    }
 }

@@ -18,33 +18,18 @@ use shoal_parallel::{
     AveragingConfig, GatherConfig, GradientAveraging, Pool, PoolConfig, RolloutGather, Strategy,
 };
 pub use shoal_run::StrategySetup;
-use shoal_run::{NO_STOP_TARGET, ParallelSpec, Reference, RunOptions, RunSpec, STATE_BLOB};
+use shoal_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
 
-use crate::config::{AlgoConfig, EnvConfig, RunConfig, StrategyKind};
+use crate::config::{AlgoConfig, RunConfig, StrategyKind};
 
 /// A fresh instance of the configured environment.
-pub fn make_env(cfg: &EnvConfig) -> Result<Box<dyn Env>> {
-    Ok(match cfg {
-        EnvConfig::Worm(worm) => Box::new(shoal_env::Worm::new(worm.clone())?),
-        EnvConfig::PointReach(toy) => Box::new(shoal_env::PointReach::new(toy.clone())?),
-        goal => Box::new(make_goal_env(goal)?),
-    })
+pub fn make_env(cfg: &RunConfig) -> Result<Box<dyn Env>> {
+    cfg.envs.make_env(&cfg.env)
 }
 
 /// A fresh instance of the configured goal-conditioned environment.
-pub fn make_goal_env(cfg: &EnvConfig) -> Result<Box<dyn GoalEnv>> {
-    Ok(match cfg {
-        EnvConfig::ArmPush(push) => Box::new(shoal_env::ArmPush::new(push.clone())?),
-        EnvConfig::BallToNet(ball) => Box::new(shoal_env::BallToNet::new(ball.clone())?),
-        EnvConfig::PointGoal(toy) => Box::new(shoal_env::PointGoal::new(toy.clone())?),
-        other => {
-            return Err(Error::Config(format!(
-                "env `{}` is not goal-conditioned; goal algorithms need arm-push, ball-to-net or \
-                 point-goal",
-                other.kind()
-            )));
-        }
-    })
+pub fn make_goal_env(cfg: &RunConfig) -> Result<Box<dyn GoalEnv>> {
+    cfg.envs.make_goal_env(&cfg.env)
 }
 
 /// The learner of worker `rank` (seeded `seed + rank`); `lr_scale`
@@ -63,8 +48,8 @@ pub fn make_learner(
             algo.actor_lr *= lr_scale;
             algo.critic_lr *= lr_scale;
             algo.buffer_size = replay_share(cfg, algo.buffer_size);
-            let env = make_goal_env(&cfg.env)?;
-            let learner = Ddpg::new(algo, env, make_goal_env(&cfg.env)?, seed)?;
+            let env = make_goal_env(cfg)?;
+            let learner = Ddpg::new(algo, env, make_goal_env(cfg)?, seed)?;
             Ok(Box::new(learner))
         }
         AlgoConfig::Hac(_) => Ok(Box::new(make_hac(cfg, rank, lr_scale)?)),
@@ -85,12 +70,7 @@ pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<d
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
     let seed = shoal_parallel::worker_seed(cfg.seed, rank);
-    Hac::new(
-        algo,
-        make_goal_env(&cfg.env)?,
-        make_goal_env(&cfg.env)?,
-        seed,
-    )
+    Hac::new(algo, make_goal_env(cfg)?, make_goal_env(cfg)?, seed)
 }
 
 /// One worker's replay capacity. Workers that average gradients share one
@@ -125,7 +105,7 @@ fn make_reinforce(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Reinfor
     algo.learning_rate *= lr_scale;
     algo.value_learning_rate *= lr_scale;
     let seed = shoal_parallel::worker_seed(cfg.seed, rank);
-    Reinforce::new(algo, make_env(&cfg.env)?, make_env(&cfg.env)?, seed)
+    Reinforce::new(algo, make_env(cfg)?, make_env(cfg)?, seed)
 }
 
 /// PPO anneals its learning rate over the episodes its updates will learn
@@ -146,7 +126,7 @@ fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn E
             .episodes
             .div_ceil(cfg.parallel.workers.max(1) as u64),
     };
-    Ok(Ppo::new(algo, make_env(&cfg.env)?, make_env(&cfg.env)?, seed)?.anneal_over(budget))
+    Ok(Ppo::new(algo, make_env(cfg)?, make_env(cfg)?, seed)?.anneal_over(budget))
 }
 
 /// The evaluation seed of a run.
@@ -187,7 +167,7 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
     let mut spec = RunSpec::new(cfg.preset.clone(), cfg.to_toml())
         .seed(cfg.seed)
         .train(cfg.train.clone())
-        .goal_task(cfg.env.is_goal_task())
+        .goal_task(cfg.is_goal_task().unwrap_or(false))
         .resume_may_change(RESUME_MAY_CHANGE)
         // A config an earlier version wrote is compared as today reads it:
         // renamed keys migrated, keys added since at their defaults.
@@ -197,24 +177,12 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
                 .map(|c| c.to_toml())
         }))
         .parallel(parallel);
-    if let EnvConfig::Worm(worm) = &cfg.env {
-        let (worm, seed) = (worm.clone(), cfg.seed);
-        // The gait search may find nothing on an unusual worm: the run then
+    let entry = cfg.envs.get(&cfg.env.kind).ok().copied();
+    if let Some(reference) = entry.and_then(|e| e.reference) {
+        let (settings, seed) = (cfg.env.settings.clone(), cfg.seed);
+        // The search may find nothing on unusual settings: the run then
         // goes without the reference rather than failing.
-        spec = spec.reference(Arc::new(move || {
-            let gait = shoal_env::try_best_travelling_wave(&worm, seed).ok()?;
-            Some(Reference {
-                name: "gait".into(),
-                episode_return: gait.episode_return,
-                summary_fields: vec![
-                    ("gait_speed".into(), gait.speed.into()),
-                    (
-                        "gait".into(),
-                        json!({"amplitude": gait.amplitude, "omega": gait.omega, "phase": gait.phase}),
-                    ),
-                ],
-            })
-        }));
+        spec = spec.reference(Arc::new(move || reference(&settings, seed)));
     }
     spec
 }
@@ -391,7 +359,7 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     train.stop_grace()?;
     if train.stop_at_target
         && shoal_run::run_target(&run_spec(cfg), None).is_none()
-        && !matches!(cfg.env, EnvConfig::Worm(_))
+        && cfg.envs.get(&cfg.env.kind)?.reference.is_none()
     {
         return bad(NO_STOP_TARGET.into());
     }

@@ -8,8 +8,8 @@ mod common;
 use serde::{Deserialize, Serialize};
 use shoal::config::{EnvConfig, EnvRegistry, RunConfig, preset};
 use shoal::core::{Env, Result, Space, Step};
-use shoal::train::{Plan, run};
 use shoal::registry::{EnvEntry, FromSettings};
+use shoal::train::{Plan, run};
 
 use common::scratch;
 
@@ -100,7 +100,12 @@ fn plan(cfg: RunConfig, out: std::path::PathBuf) -> Plan {
 fn a_registered_env_trains_by_name_alone_and_in_parallel() {
     let dir = scratch("registry");
     let source = corridor_config(&dir);
-    let budget = ["train.episodes=160", "train.eval_every=80", "env.target=0.5"].map(String::from);
+    let budget = [
+        "train.episodes=160",
+        "train.eval_every=80",
+        "env.target=0.5",
+    ]
+    .map(String::from);
     let cfg = RunConfig::resolve_in(&registry(), &source, &budget).unwrap();
     let settings: CorridorSettings = cfg.env.settings().unwrap();
     assert_eq!((cfg.env.kind.as_str(), settings.target), ("corridor", 0.5));
@@ -121,7 +126,9 @@ fn a_registered_env_trains_by_name_alone_and_in_parallel() {
             "parallel.strategy=\"averaging\"".into(),
         ])
         .unwrap();
-    let (_, summary) = run(&plan(parallel, dir.join("averaging"))).unwrap().unwrap();
+    let (_, summary) = run(&plan(parallel, dir.join("averaging")))
+        .unwrap()
+        .unwrap();
     assert_eq!(summary.episodes, 160);
 }
 

@@ -51,12 +51,12 @@ fn bench_arm_tasks(c: &mut Criterion) {
     let mut push = ArmPush::new(push_config.clone()).expect("valid config");
     let mut obs = push.reset(Some(0));
     let mut policy = random_actions(1);
-    group.bench_function("arm-push-v1/random", |b| {
+    group.bench_function("arm-push/random", |b| {
         b.iter(|| run(&mut push, &mut obs, &mut policy))
     });
     let mut obs = push.reset(Some(0));
     let mut policy = |o: &[f32]| scripted_push_action(o, &push_config);
-    group.bench_function("arm-push-v1/scripted", |b| {
+    group.bench_function("arm-push/scripted", |b| {
         b.iter(|| run(&mut push, &mut obs, &mut policy))
     });
 
@@ -64,12 +64,12 @@ fn bench_arm_tasks(c: &mut Criterion) {
     let mut ball = BallToNet::new(ball_config.clone()).expect("valid config");
     let mut obs = ball.reset(Some(0));
     let mut policy = random_actions(2);
-    group.bench_function("ball-to-net-v1/random", |b| {
+    group.bench_function("ball-to-net/random", |b| {
         b.iter(|| run(&mut ball, &mut obs, &mut policy))
     });
     let mut obs = ball.reset(Some(0));
     let mut policy = |o: &[f32]| scripted_strike_action(o, &ball_config);
-    group.bench_function("ball-to-net-v1/scripted", |b| {
+    group.bench_function("ball-to-net/scripted", |b| {
         b.iter(|| run(&mut ball, &mut obs, &mut policy))
     });
 

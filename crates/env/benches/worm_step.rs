@@ -51,8 +51,8 @@ fn bench_worm(c: &mut Criterion) {
     let mut group = c.benchmark_group("env_steps");
     group.throughput(Throughput::Elements(STEPS_PER_ITERATION));
     for (name, cfg) in [
-        ("worm-v1", WormConfig::default()),
-        ("worm-v1/5-links", WormConfig::default().links(5)),
+        ("worm", WormConfig::default()),
+        ("worm/5-links", WormConfig::default().links(5)),
     ] {
         for (policy, actions) in [
             ("wave", wave_actions(&cfg)),

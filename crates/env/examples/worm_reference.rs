@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / returns.len() as f64).sqrt();
 
     println!("{{");
-    println!("  \"env\": \"{}\", \"links\": {links},", shoal_env::WORM_ID);
+    println!("  \"env\": \"worm\", \"links\": {links},");
     println!(
         "  \"best_gait\": {{\"amplitude\": {}, \"omega\": {}, \"phase\": {:.2}, \"return\": {:.1}, \
          \"speed_m_per_s\": {:.3}, \"distance_m\": {:.2}, \"search_s\": {search_s:.2}}},",

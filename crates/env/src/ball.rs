@@ -1,4 +1,4 @@
-//! `ball-to-net-v1`: strike a ball across a table into a small net with a position-controlled gripper.
+//! `ball-to-net`: strike a ball across a table into a small net with a position-controlled gripper.
 //!
 //! # Description
 //!
@@ -120,9 +120,6 @@ use crate::arm::{
     arm_builder_methods, builder_methods, check_positive, drive_along, impl_arm_env, line_up,
     sample_rect,
 };
-
-/// Registered id of [`BallToNet`].
-pub const BALL_TO_NET_ID: &str = "ball-to-net-v1";
 
 /// Half thickness (m) of the net walls.
 const WALL_HALF_THICKNESS: f32 = 0.01;
@@ -305,7 +302,7 @@ impl BallToNetConfig {
     }
 }
 
-/// The ball-to-net task (`ball-to-net-v1`); see the module docs.
+/// The ball-to-net task (`ball-to-net`); see the module docs.
 pub struct BallToNet {
     config: BallToNetConfig,
     core: ArmCore,

@@ -1,10 +1,10 @@
 //! shoal-env: the environments shoal trains on, with Gymnasium's semantics.
 //!
-//! * [`Worm`] (`worm-v1`): a planar N-link swimmer in a viscous fluid on
+//! * [`Worm`] (`worm`): a planar N-link swimmer in a viscous fluid on
 //!   rapier3d, the continuous-control task of the REINFORCE experiments, with
 //!   [`travelling_wave`] and [`best_travelling_wave`] as the open-loop
 //!   reference gait a trained policy is measured against.
-//! * [`ArmPush`] (`arm-push-v1`) and [`BallToNet`] (`ball-to-net-v1`):
+//! * [`ArmPush`] (`arm-push`) and [`BallToNet`] (`ball-to-net`):
 //!   goal-conditioned tasks for a gripper on a table (sparse −1/0 reward),
 //!   built from the shared pieces in [`arm`], for DDPG, HER and HAC.
 //! * [`PointReach`] and [`PointGoal`]: analytic toy tasks (no physics) that
@@ -51,15 +51,13 @@ mod push;
 mod toy;
 mod worm;
 
-pub use ball::{BALL_TO_NET_ID, BallToNet, BallToNetConfig, scripted_strike_action};
+pub use ball::{BallToNet, BallToNetConfig, scripted_strike_action};
 pub use check::{check_env, check_goal_env};
 pub use limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS};
-pub use push::{ARM_PUSH_ID, ArmPush, ArmPushConfig, scripted_push_action};
-pub use toy::{
-    POINT_GOAL_ID, POINT_REACH_ID, PointGoal, PointGoalConfig, PointReach, PointReachConfig,
-};
+pub use push::{ArmPush, ArmPushConfig, scripted_push_action};
+pub use toy::{PointGoal, PointGoalConfig, PointReach, PointReachConfig};
 pub use worm::{
-    GaitReference, WORM_ID, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,
+    GaitReference, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,
     try_best_travelling_wave,
 };
 

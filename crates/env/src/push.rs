@@ -1,4 +1,4 @@
-//! `arm-push-v1`: push a box across a table to a goal with a position-controlled gripper (FetchPush-like).
+//! `arm-push`: push a box across a table to a goal with a position-controlled gripper (FetchPush-like).
 //!
 //! # Description
 //!
@@ -152,9 +152,6 @@ use crate::arm::{
     sample_rect_away_from,
 };
 
-/// Registered id of [`ArmPush`].
-pub const ARM_PUSH_ID: &str = "arm-push-v1";
-
 /// Settings of [`ArmPush`] (see the module docs for the table of defaults).
 ///
 /// ```
@@ -293,7 +290,7 @@ impl ArmPushConfig {
     }
 }
 
-/// The arm-push task (`arm-push-v1`); see the module docs.
+/// The arm-push task (`arm-push`); see the module docs.
 pub struct ArmPush {
     config: ArmPushConfig,
     core: ArmCore,

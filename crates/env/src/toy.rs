@@ -3,7 +3,7 @@
 //! Neither simulates physics; a step costs a few arithmetic operations, so an
 //! algorithm's smoke test can train on thousands of episodes in seconds.
 //!
-//! # `point-reach-v1` ([`PointReach`])
+//! # `point-reach` ([`PointReach`])
 //!
 //! * **Description**: a point in the box `[-1, 1]^dim` must move to a target
 //!   in the same box.
@@ -21,7 +21,7 @@
 //!   (straight at the target) about −1.2.
 //! * **Arguments**: [`PointReachConfig`].
 //!
-//! # `point-goal-v1` ([`PointGoal`])
+//! # `point-goal` ([`PointGoal`])
 //!
 //! * **Description**: a 2-D point with a little inertia must reach a goal in
 //!   the arena `[-1, 1]²`; the goal-conditioned counterpart of the arm tasks,
@@ -67,11 +67,6 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
-
-/// The id results on [`PointReach`] are reported under.
-pub const POINT_REACH_ID: &str = "point-reach-v1";
-/// The id results on [`PointGoal`] are reported under.
-pub const POINT_GOAL_ID: &str = "point-goal-v1";
 
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, check_count};
 

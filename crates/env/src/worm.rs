@@ -1,4 +1,4 @@
-//! `worm-v1`: a planar multi-link swimmer in a viscous fluid, simulated with rapier3d.
+//! `worm`: a planar multi-link swimmer in a viscous fluid, simulated with rapier3d.
 //!
 //! # Description
 //!
@@ -132,9 +132,6 @@ use serde::{Deserialize, Serialize};
 use shoal_core::{Env, Error, Info, Result, Space, Step, TimeLimit, rng_from_seed};
 
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
-
-/// The id results on [`Worm`] are reported under.
-pub const WORM_ID: &str = "worm-v1";
 
 /// Settings of [`Worm`]; see the table in the module docs.
 ///
@@ -348,7 +345,7 @@ impl WormConfig {
     }
 }
 
-/// The swimming worm, `worm-v1`; see the module docs.
+/// The swimming worm, `worm`; see the module docs.
 pub struct Worm {
     cfg: WormConfig,
     world: PhysicsWorld,

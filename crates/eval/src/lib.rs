@@ -122,7 +122,7 @@ pub use render::{
     render_gif, render_worm, render_worm_with, worm_scene,
 };
 pub use run_dir::{CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, PLOTS_DIR, RunDir, SUMMARY_FILE};
-pub use summary::{Summary, Target, TargetReached};
+pub use summary::{Reference, Summary, Target, TargetReached};
 
 /// The README's example, compiled and run with the doctests.
 #[cfg(doctest)]

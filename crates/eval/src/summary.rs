@@ -159,6 +159,20 @@ impl Summary {
     }
 }
 
+/// A task's reference performance (the worm's best travelling-wave gait):
+/// the default return target, and numbers `summary.json` reports beside the
+/// trained policy's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    /// What the reference is called in `summary.json`: `{name}_return` and
+    /// `return_ratio_to_{name}` (e.g. `gait`).
+    pub name: String,
+    /// Its episode return.
+    pub episode_return: f64,
+    /// More fields for `summary.json` (e.g. `gait_speed`).
+    pub summary_fields: Vec<(String, serde_json::Value)>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -438,10 +438,23 @@ goal_env_class!(
     BallToNetConfig
 );
 
+/// `(Gymnasium id, shoal id)` of every env in shoal's registry that has a
+/// Gymnasium id: the ids the package registers come from the one table the
+/// CLI and the docs use.
+#[pyfunction]
+fn registered_envs() -> Vec<(&'static str, &'static str)> {
+    shoal_registry::EnvRegistry::builtin()
+        .entries()
+        .iter()
+        .filter_map(|entry| Some((entry.python_id?, entry.id)))
+        .collect()
+}
+
 /// shoal's environments, stepped in Rust.
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(registered_envs, m)?)?;
     m.add_class::<WormConfig>()?;
     m.add_class::<ArmPushConfig>()?;
     m.add_class::<BallToNetConfig>()?;

@@ -16,6 +16,19 @@ def test_ids_are_registered_on_import_with_default_limits():
     assert gym.spec("shoal/BallToNet-v0").max_episode_steps == 50
 
 
+def test_registered_ids_are_the_registrys_and_each_has_a_class():
+    # The Gymnasium ids come from shoal's Rust registry, with the shoal id
+    # the CLI and the configs use beside each.
+    pairs = dict(shoal_envs.registered_envs())
+    assert pairs == {
+        "shoal/Worm-v0": "worm",
+        "shoal/ArmPush-v0": "arm-push",
+        "shoal/BallToNet-v0": "ball-to-net",
+    }
+    for env_id in pairs:
+        assert gym.spec(env_id) is not None
+
+
 def test_worm_kwargs_reach_the_rust_config():
     env = gym.make("shoal/Worm-v0", links=5, drag_normal=40.0)
     assert env.observation_space.shape == (12,)

@@ -174,7 +174,9 @@ impl EnvEntry {
 pub fn settings_of<S: DeserializeOwned>(table: &toml::Table) -> Result<S> {
     toml::Value::Table(table.clone())
         .try_into()
-        .map_err(|e: toml::de::Error| Error::Config(format!("env settings: {}", e.message().trim())))
+        .map_err(|e: toml::de::Error| {
+            Error::Config(format!("env settings: {}", e.message().trim()))
+        })
 }
 
 /// Typed settings as the TOML table a config holds. Goes through the text:
@@ -238,7 +240,11 @@ impl EnvRegistry {
                     "a gripper pushes a box to a goal on a table",
                 )
                 .python_id("shoal/ArmPush-v0")
-                .scene(|table| Ok(Scene::Arm((&settings_of::<shoal_env::ArmPushConfig>(table)?).into()))),
+                .scene(|table| {
+                    Ok(Scene::Arm(
+                        (&settings_of::<shoal_env::ArmPushConfig>(table)?).into(),
+                    ))
+                }),
             )
             .with(
                 EnvEntry::goal::<shoal_env::BallToNet>(
@@ -247,7 +253,9 @@ impl EnvRegistry {
                 )
                 .python_id("shoal/BallToNet-v0")
                 .scene(|table| {
-                    Ok(Scene::Arm((&settings_of::<shoal_env::BallToNetConfig>(table)?).into()))
+                    Ok(Scene::Arm(
+                        (&settings_of::<shoal_env::BallToNetConfig>(table)?).into(),
+                    ))
                 }),
             )
             .with(EnvEntry::plain::<shoal_env::PointReach>(

@@ -78,19 +78,7 @@ impl TrainConfig {
     }
 }
 
-/// A task's reference performance (the worm's best travelling-wave gait):
-/// the default return target, and numbers `summary.json` reports beside the
-/// trained policy's.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Reference {
-    /// What the reference is called in `summary.json`: `{name}_return` and
-    /// `return_ratio_to_{name}` (e.g. `gait`).
-    pub name: String,
-    /// Its episode return.
-    pub episode_return: f64,
-    /// More fields for `summary.json` (e.g. `gait_speed`).
-    pub summary_fields: Vec<(String, serde_json::Value)>,
-}
+pub use shoal_eval::Reference;
 
 /// Computes a task's [`Reference`] on rank 0 when the run needs it (a gait
 /// search can take a second: worker processes never pay for it).

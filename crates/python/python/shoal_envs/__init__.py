@@ -25,6 +25,7 @@ from shoal_envs._core import (
     BallToNetConfig,
     Worm,
     WormConfig,
+    registered_envs,
 )
 from shoal_envs.envs import ArmPushEnv, BallToNetEnv, WormEnv
 
@@ -39,22 +40,24 @@ __all__ = [
     "WormConfig",
     "WormEnv",
     "register_envs",
+    "registered_envs",
 ]
 
 __version__ = "0.1.0"
 
-# id → (entry point, config class whose default episode length Gymnasium's
-# TimeLimit uses).
-_ENVS = {
-    "shoal/Worm-v0": ("shoal_envs.envs:make_worm", WormConfig),
-    "shoal/ArmPush-v0": ("shoal_envs.envs:make_arm_push", ArmPushConfig),
-    "shoal/BallToNet-v0": ("shoal_envs.envs:make_ball_to_net", BallToNetConfig),
+# shoal id → (entry point, config class whose default episode length
+# Gymnasium's TimeLimit uses). The Gymnasium ids come from shoal's registry.
+_CLASSES = {
+    "worm": ("shoal_envs.envs:make_worm", WormConfig),
+    "arm-push": ("shoal_envs.envs:make_arm_push", ArmPushConfig),
+    "ball-to-net": ("shoal_envs.envs:make_ball_to_net", BallToNetConfig),
 }
 
 
 def register_envs() -> None:
     """Registers the shoal ids with Gymnasium (done on import; repeat calls do nothing)."""
-    for env_id, (entry_point, config) in _ENVS.items():
+    for env_id, shoal_id in registered_envs():
+        entry_point, config = _CLASSES[shoal_id]
         if env_id not in gymnasium.registry:
             gymnasium.register(
                 id=env_id,
