@@ -673,6 +673,60 @@ fn config_prints_the_configuration_train_runs_with() {
 }
 
 #[test]
+fn averaging_workers_share_the_ddpg_presets_batch_unless_it_is_set() {
+    let dir = scratch("worker-aware");
+    let batch = |extra: &[&str]| {
+        let args = [
+            &[
+                "config",
+                "push-ddpg-her",
+                "--set",
+                "parallel.strategy=\"averaging\"",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = shoal(&args, &dir);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cfg: toml::Table = toml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        cfg["algo"]["batch_size"].as_integer().unwrap()
+    };
+    // The documented values: 256 shared by the workers.
+    assert_eq!(batch(&["--workers", "1"]), 256);
+    assert_eq!(batch(&["--workers", "2"]), 128);
+    assert_eq!(batch(&["--workers", "8"]), 32);
+    // An explicit setting wins, before or after the worker count.
+    assert_eq!(
+        batch(&["--workers", "8", "--set", "algo.batch_size=256"]),
+        256
+    );
+    assert_eq!(
+        batch(&["--set", "algo.batch_size=100", "--workers", "4"]),
+        100
+    );
+    // What the run trains with is what `shoal config` showed.
+    let out = shoal(
+        &[
+            "train",
+            "toy-ddpg-her",
+            "--workers",
+            "2",
+            "--set",
+            "parallel.strategy=\"averaging\"",
+            "--set",
+            "train.episodes=4",
+            "--out",
+            "run",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let saved = std::fs::read_to_string(dir.join("run/config.toml")).unwrap();
+    assert!(saved.contains("batch_size = 32\n"), "{saved}");
+}
+
+#[test]
 fn several_workers_need_a_parallel_strategy() {
     let dir = scratch("no-strategy");
     let out = shoal(&["train", "toy-reinforce", "--workers", "2"], &dir);
