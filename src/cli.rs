@@ -9,6 +9,103 @@ use crate::config::{PRESETS, RunConfig, preset};
 use crate::overrides::list_keys;
 use crate::train::{MAX_EVAL_EPISODES, Plan, check_config, eval_seed, load_run, run};
 
+/// The `shoal` command line; `main` parses it, and tests parse the
+/// documented commands with it.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "shoal",
+    version,
+    about = "Composable reinforcement learning: worms, arms, and parallel training"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    /// What to do.
+    pub command: Command,
+}
+
+/// A `shoal` subcommand with its arguments.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Train an agent from a preset or a config.toml.
+    Train(TrainArgs),
+    /// Print the complete configuration (config.toml) that `shoal train`
+    /// would run with the same preset and settings.
+    Config(ConfigArgs),
+    /// Evaluate a run's latest checkpoint with the policy frozen; prints JSON.
+    Eval {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// Evaluation episodes.
+        #[arg(long, value_parser = parse_count, default_value_t = 20)]
+        episodes: usize,
+    },
+    /// Write PNG learning curves of one or more runs.
+    Plot {
+        /// Run directories (several are overlaid on one figure).
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// Output directory (default: the first run's plots/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Measure environment steps per second on one core; prints JSON.
+    BenchEnv {
+        /// The env to measure (the names are filled in from the bench table).
+        env: String,
+        /// Control steps to time.
+        #[arg(long, default_value_t = 200_000)]
+        steps: u64,
+    },
+    /// Render rollouts of a run's frozen policy to an animated GIF (+ PNG of the last frame).
+    Render {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// Episodes to render.
+        #[arg(long, value_parser = parse_count, default_value_t = 1)]
+        episodes: usize,
+        /// Output GIF (default: <run-dir>/render.gif).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Train a grid of settings × seeds (resumable); prints medians and
+    /// ranges per setting.
+    Sweep(crate::sweep::SweepArgs),
+    /// Project a sweep over parallel.workers of profiled runs onto one
+    /// core per worker: time to target, speedup, efficiency; writes
+    /// scale.json and scale.png into the directory.
+    Scale(crate::scale::ScaleArgs),
+    /// Print the summaries of several runs side by side.
+    Compare {
+        /// Run directories.
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// Markdown table instead of aligned columns.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Measure all-reduce latency (100k floats and the actor-critic's
+    /// parameter count) and rollout throughput per backend with 1, 2, 4, …
+    /// workers; prints JSON lines.
+    BenchParallel {
+        /// Measure only this backend (with --workers).
+        #[arg(long)]
+        backend: Option<String>,
+        /// Measure only this worker count (with --backend).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Worm episodes each worker collects.
+        #[arg(long, default_value_t = 4)]
+        episodes: usize,
+        /// Without --backend: measure 1, 2, 4, … workers up to this many.
+        #[arg(long, default_value_t = 2)]
+        up_to: usize,
+        /// With --backend and --workers: only the latency of an all-reduce
+        /// of this many floats, and of one float.
+        #[arg(long)]
+        values: Option<usize>,
+    },
+}
+
 /// The settings flags `shoal train` and `shoal config` share.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SettingsArgs {

@@ -12,6 +12,7 @@ use shoal_core::{Error, Result};
 use shoal_eval::{RunDir, compare_groups};
 
 use crate::config::{RunConfig, in_context};
+use crate::train::check_config;
 
 /// At most this many seeds, and this many cells in a sweep: a typo such
 /// as `--seeds 0..1000000` is refused instead of queued.
@@ -208,8 +209,10 @@ pub fn cell_state(dir: &Path) -> CellState {
     }
 }
 
-/// Runs `shoal sweep`.
-pub fn sweep(args: &SweepArgs) -> Result<()> {
+/// Every cell of the sweep `args` asks for, each cell's config resolved and
+/// checked as `shoal train` checks it: a bad key, value or combination
+/// fails the sweep at once, with nothing written.
+pub fn check(args: &SweepArgs) -> Result<Vec<Cell>> {
     if args.jobs == 0 || args.jobs > shoal_parallel::MAX_WORKERS {
         return Err(Error::Config(format!(
             "--jobs must be between 1 and {}, got {}",
@@ -224,15 +227,20 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let seeds = parse_seeds(&args.seeds)?;
     let cells = cells(&grid, &seeds, &args.out)?;
-    // Every cell's config is resolved before any runs, so a bad key or
-    // value fails the sweep at once, with nothing written.
     for cell in &cells {
         let mut overrides = args.overrides.clone();
         overrides.extend(cell.assignments.iter().cloned());
         overrides.push(format!("seed={}", cell.seed));
         RunConfig::resolve(&args.source, &overrides)
+            .and_then(|cfg| check_config(&cfg))
             .map_err(|e| in_context(&format!("cell {}", cell.setting), e))?;
     }
+    Ok(cells)
+}
+
+/// Runs `shoal sweep`.
+pub fn sweep(args: &SweepArgs) -> Result<()> {
+    let cells = check(args)?;
     let exe = std::env::current_exe().map_err(|e| Error::io("finding the shoal binary", e))?;
     let pending: Vec<&Cell> = cells
         .iter()
