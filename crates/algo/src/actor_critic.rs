@@ -405,6 +405,129 @@ mod tests {
         ActorCritic::new(&config, 5)
     }
 
+    /// A one-hidden-layer ReLU network in f64 from burn's flat layout
+    /// (weight `[in, out]` row-major, then bias, layer by layer).
+    fn mlp64(params: &[f64], sizes: [usize; 3], x: &[f64]) -> f64 {
+        let [inputs, hidden, _] = sizes;
+        let (w1, rest) = params.split_at(inputs * hidden);
+        let (b1, rest) = rest.split_at(hidden);
+        let (w2, b2) = rest.split_at(hidden);
+        let h: Vec<f64> = (0..hidden)
+            .map(|j| (b1[j] + (0..inputs).map(|i| x[i] * w1[i * hidden + j]).sum::<f64>()).max(0.0))
+            .collect();
+        b2[0] + (0..hidden).map(|j| h[j] * w2[j]).sum::<f64>()
+    }
+
+    /// DDPG's two losses (Lillicrap et al.; baselines' HER) in f64, written
+    /// from the paper: y = clip(r + γ(1 − d)·Q'(s', μ'(s'))) with the target
+    /// networks, critic loss mean (Q(s, a) − y)², actor loss
+    /// −mean Q(s, μ(s)) + λ·mean μ(s)². `online` and `target` are actor ‖
+    /// critic for input 2, action 1, hidden [3].
+    fn losses64(
+        online: &[f64],
+        target: &[f64],
+        batch: &NetBatch,
+        s: &UpdateSettings,
+    ) -> (f64, f64) {
+        const ACTOR: usize = 2 * 3 + 3 + 3 + 1;
+        let actor = |p: &[f64], x: &[f64]| mlp64(&p[..ACTOR], [2, 3, 1], x).tanh();
+        let critic = |p: &[f64], x: &[f64], a: f64| mlp64(&p[ACTOR..], [3, 3, 1], &[x[0], x[1], a]);
+        let row = |v: &[f32], i: usize| [v[2 * i] as f64, v[2 * i + 1] as f64];
+        let n = batch.rewards.len();
+        let (mut critic_loss, mut actor_loss) = (0.0, 0.0);
+        for i in 0..n {
+            let (x, next) = (row(&batch.inputs, i), row(&batch.next_inputs, i));
+            let bootstrap = if batch.terminals[i] {
+                0.0
+            } else {
+                s.gamma as f64 * critic(target, &next, actor(target, &next))
+            };
+            let mut y = batch.rewards[i] as f64 + bootstrap;
+            if let Some((low, high)) = s.target_clip {
+                y = y.clamp(low as f64, high as f64);
+            }
+            critic_loss += (critic(online, &x, batch.actions[i] as f64) - y).powi(2) / n as f64;
+            let mu = actor(online, &x);
+            actor_loss += (-critic(online, &x, mu) + s.action_l2 as f64 * mu * mu) / n as f64;
+        }
+        (critic_loss, actor_loss)
+    }
+
+    #[test]
+    fn losses_and_gradients_match_the_paper_in_f64_with_distinct_target_networks() {
+        let config = ActorCriticConfig {
+            input_dim: 2,
+            act_dim: 1,
+            hidden: vec![3],
+            actor_lr: 1e-3,
+            critic_lr: 1e-3,
+            max_grad_norm: None,
+        };
+        let mut networks = ActorCritic::new(&config, 11);
+        let target: Vec<f32> = networks.parameters();
+        // A zero step marks the networks trained (Adam moves nothing on a
+        // zero gradient), so new parameters leave the targets where they are.
+        networks.apply(&mut vec![0.0; target.len()]).unwrap();
+        let online: Vec<f32> = target
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p + 0.3 * ((i as f32 * 1.7).sin()))
+            .collect();
+        networks.set_parameters(&online).unwrap();
+        assert!(networks.target_parameters() == target);
+
+        // Rewards of −1/0 as in the goal tasks; row 1 ends its episode and
+        // row 2's target rises above the clip's 0.
+        let batch = NetBatch {
+            inputs: vec![0.4, -0.7, -0.2, 0.9, 1.1, 0.3],
+            next_inputs: vec![0.5, -0.6, 2.0, 2.0, 1.0, 0.6],
+            actions: vec![0.3, -0.8, 0.6],
+            rewards: vec![-1.0, 0.0, 1.5],
+            terminals: vec![false, true, false],
+        };
+        let settings = UpdateSettings {
+            gamma: 0.9,
+            action_l2: 0.7,
+            target_clip: Some((-10.0, 0.0)),
+        };
+        let (grads, stats) = networks.gradients(&batch, &settings).unwrap();
+
+        let (online64, target64): (Vec<f64>, Vec<f64>) = (
+            online.iter().map(|&p| p as f64).collect(),
+            target.iter().map(|&p| p as f64).collect(),
+        );
+        let (critic_loss, actor_loss) = losses64(&online64, &target64, &batch, &settings);
+        assert!(
+            (stats.critic_loss - critic_loss).abs() < 1e-5,
+            "{} vs {critic_loss}",
+            stats.critic_loss
+        );
+        assert!(
+            (stats.actor_loss - actor_loss).abs() < 1e-5,
+            "{} vs {actor_loss}",
+            stats.actor_loss
+        );
+
+        // Each network's gradient is that of its own loss: central finite
+        // differences of the f64 losses, the actor's through the critic
+        // (whose weights take no gradient from the actor loss).
+        let actor_params = 2 * 3 + 3 + 3 + 1;
+        for (k, &g) in grads.iter().enumerate() {
+            let h = 1e-6;
+            let at = |delta: f64| {
+                let mut p = online64.clone();
+                p[k] += delta;
+                let (critic, actor) = losses64(&p, &target64, &batch, &settings);
+                if k < actor_params { actor } else { critic }
+            };
+            let expected = (at(h) - at(-h)) / (2.0 * h);
+            assert!(
+                (g as f64 - expected).abs() < 1e-4 * (1.0 + expected.abs()),
+                "parameter {k}: gradient {g} against {expected}"
+            );
+        }
+    }
+
     #[test]
     fn critic_target_is_clipped_and_not_bootstrapped_at_terminals() {
         let networks = tiny_networks();
