@@ -327,3 +327,64 @@ fn bad_requests_are_config_errors() {
     assert!(err.to_string().contains(".png"), "{err}");
     assert!(entries(dir.path()).is_empty());
 }
+
+/// Centroid (column, row) of the pixels of exactly colour `c` in the
+/// columns `columns` of an image.
+fn centroid(image: &RgbImage, c: Rgb, columns: std::ops::Range<u32>) -> (f64, f64) {
+    let (mut sum_x, mut sum_y, mut n) = (0.0, 0.0, 0.0);
+    for row in 0..image.height {
+        for col in columns.clone() {
+            let at = ((row * image.width + col) * 3) as usize;
+            if image.rgb[at..at + 3] == [c.0, c.1, c.2] {
+                (sum_x, sum_y, n) = (sum_x + f64::from(col), sum_y + f64::from(row), n + 1.0);
+            }
+        }
+    }
+    assert!(n > 0.0, "no pixel of {c:?}");
+    (sum_x / n, sum_y / n)
+}
+
+#[test]
+fn arm_frames_draw_the_gripper_and_the_object_where_they_are() {
+    // Two episodes of one frame each (trails restart), one scene: the same
+    // world-to-pixel mapping for both. Only the gripper moves, +0.3 m in x.
+    let frame = |episode, gripper_x| ArmFrameInput {
+        episode,
+        gripper: [gripper_x, 0.0, 0.45],
+        object: [0.1, 0.1, 0.425],
+        goal: [0.0, -0.2, 0.425],
+        subgoals: Vec::new(),
+    };
+    let inputs = [frame(0, -0.1), frame(1, 0.2)];
+    let (scene, frames) = arm_scene(&ArmLayout::default(), &inputs, &RenderOptions::default());
+    let images: Vec<RgbImage> = frames
+        .iter()
+        .map(|f| draw_frame(&scene, f).unwrap())
+        .collect();
+    // The left panel is the view from above (x right, y up).
+    let top = 0..images[0].width / 2;
+    let (gripper_a, object_a) = (
+        centroid(&images[0], Rgb::RED, top.clone()),
+        centroid(&images[0], Rgb::BROWN, top.clone()),
+    );
+    let (gripper_b, object_b) = (
+        centroid(&images[1], Rgb::RED, top.clone()),
+        centroid(&images[1], Rgb::BROWN, top),
+    );
+    // Gripper at x = −0.1, y = 0 left of and below the object at (0.1, 0.1).
+    assert!(
+        gripper_a.0 < object_a.0 && gripper_a.1 > object_a.1,
+        "{gripper_a:?} {object_a:?}"
+    );
+    // The object stays; the gripper moves right by 1.5× its first x
+    // distance to the object (0.3 m against 0.2 m), and not up or down.
+    assert!((object_b.0 - object_a.0).abs() < 0.5 && (object_b.1 - object_a.1).abs() < 0.5);
+    let per_metre = (object_a.0 - gripper_a.0) / 0.2;
+    assert!(
+        ((gripper_b.0 - gripper_a.0) - 0.3 * per_metre).abs() < 1.5,
+        "{gripper_b:?}"
+    );
+    assert!((gripper_b.1 - gripper_a.1).abs() < 0.5);
+    // The same metres per pixel in y: the object is 0.1 m above the gripper.
+    assert!(((gripper_a.1 - object_a.1) - 0.1 * per_metre).abs() < 1.5);
+}
