@@ -138,8 +138,26 @@ fn a_bad_grid_fails_before_anything_runs() {
 /// per worker count, and each run's projected time recomputed here from
 /// its own records and the latencies the report measured.
 #[test]
-fn scale_projects_a_profiled_worker_sweep() {
-    let dir = scratch("scale");
+fn scale_projects_a_profiled_averaging_sweep() {
+    scale_projects_a_profiled_worker_sweep("averaging");
+}
+
+/// The same for the branch-and-merge pool: its broadcasts of the winner's
+/// state are charged as collectives of their size.
+#[test]
+fn scale_projects_a_profiled_pool_sweep() {
+    scale_projects_a_profiled_worker_sweep("pool");
+}
+
+/// The same for rollout gather: rank 0's update is part of its compute.
+#[test]
+fn scale_projects_a_profiled_gather_sweep() {
+    scale_projects_a_profiled_worker_sweep("gather");
+}
+
+fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
+    let dir = scratch(&format!("scale-{strategy}"));
+    let strategy_setting = format!("parallel.strategy=\"{strategy}\"");
     let out = shoal(
         &[
             "sweep",
@@ -147,7 +165,7 @@ fn scale_projects_a_profiled_worker_sweep() {
             "--grid",
             "parallel.workers=1,2,3",
             "--set",
-            "parallel.strategy=\"averaging\"",
+            &strategy_setting,
             "--set",
             "parallel.episodes_per_iteration=2",
             "--set",
@@ -234,8 +252,15 @@ fn scale_projects_a_profiled_worker_sweep() {
                     .map(|v| v.as_f64().unwrap())
                     .fold(0.0, f64::max);
                 let calls = r["time/all_reduces"].as_f64().unwrap();
-                // REINFORCE averages its gradient (and value gradient) once per update.
-                assert!(n == 1 || calls >= 1.0, "{r}");
+                let others = r["time/other_collectives"].as_f64().unwrap();
+                match strategy {
+                    // REINFORCE averages its gradient (and value gradient)
+                    // once per update.
+                    "averaging" => assert!(n == 1 || calls >= 1.0, "{r}"),
+                    // The candidates' scores, then the winner's state.
+                    "pool" | "gather" => assert!(n == 1 || others >= 1.0, "{r}"),
+                    _ => unreachable!(),
+                }
                 let field = |key: &str| r[key].as_f64().unwrap();
                 expected += slowest
                     + cost(calls, field("time/all_reduce_values"))
