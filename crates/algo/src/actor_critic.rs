@@ -393,16 +393,21 @@ mod tests {
 
     use super::*;
 
-    fn tiny_networks() -> ActorCritic {
+    /// Networks with one hidden layer of `hidden` units, Adam at 1e-3.
+    fn networks(input_dim: usize, act_dim: usize, hidden: usize, seed: u64) -> ActorCritic {
         let config = ActorCriticConfig {
-            input_dim: 3,
-            act_dim: 2,
-            hidden: vec![8],
+            input_dim,
+            act_dim,
+            hidden: vec![hidden],
             actor_lr: 1e-3,
             critic_lr: 1e-3,
             max_grad_norm: None,
         };
-        ActorCritic::new(&config, 5)
+        ActorCritic::new(&config, seed)
+    }
+
+    fn tiny_networks() -> ActorCritic {
+        networks(3, 2, 8, 5)
     }
 
     /// A one-hidden-layer ReLU network in f64 from burn's flat layout
@@ -455,15 +460,7 @@ mod tests {
 
     #[test]
     fn losses_and_gradients_match_the_paper_in_f64_with_distinct_target_networks() {
-        let config = ActorCriticConfig {
-            input_dim: 2,
-            act_dim: 1,
-            hidden: vec![3],
-            actor_lr: 1e-3,
-            critic_lr: 1e-3,
-            max_grad_norm: None,
-        };
-        let mut networks = ActorCritic::new(&config, 11);
+        let mut networks = networks(2, 1, 3, 11);
         let target: Vec<f32> = networks.parameters();
         // A zero step marks the networks trained (Adam moves nothing on a
         // zero gradient), so new parameters leave the targets where they are.

@@ -240,11 +240,7 @@ impl EnvRegistry {
                     "a gripper pushes a box to a goal on a table",
                 )
                 .python_id("shoal/ArmPush-v0")
-                .scene(|table| {
-                    Ok(Scene::Arm(
-                        (&settings_of::<shoal_env::ArmPushConfig>(table)?).into(),
-                    ))
-                }),
+                .scene(arm_scene::<shoal_env::ArmPushConfig>),
             )
             .with(
                 EnvEntry::goal::<shoal_env::BallToNet>(
@@ -252,11 +248,7 @@ impl EnvRegistry {
                     "a gripper strikes a ball into a net",
                 )
                 .python_id("shoal/BallToNet-v0")
-                .scene(|table| {
-                    Ok(Scene::Arm(
-                        (&settings_of::<shoal_env::BallToNetConfig>(table)?).into(),
-                    ))
-                }),
+                .scene(arm_scene::<shoal_env::BallToNetConfig>),
             )
             .with(EnvEntry::plain::<shoal_env::PointReach>(
                 "point-reach",
@@ -335,6 +327,15 @@ impl EnvRegistry {
     pub fn is_goal(&self, env: &EnvConfig) -> Result<bool> {
         Ok(self.get(&env.kind)?.is_goal())
     }
+}
+
+/// The table scene of an arm task, as its settings lay it out.
+fn arm_scene<S>(table: &toml::Table) -> Result<Scene>
+where
+    S: DeserializeOwned,
+    for<'a> &'a S: Into<ArmLayout>,
+{
+    Ok(Scene::Arm((&settings_of::<S>(table)?).into()))
 }
 
 /// The worm's best travelling wave on this seed: the return its gait
