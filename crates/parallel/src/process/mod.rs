@@ -849,16 +849,33 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(30));
     }
 
+    /// Rank 0 stays silent until the worker has given up on it (the worker
+    /// leaves a marker file after its barrier fails), so a slow machine can
+    /// delay the test but not let rank 0 answer in time by accident.
     #[test]
     fn a_worker_gives_up_when_rank_zero_goes_silent() {
         let test = test_path!(a_worker_gives_up_when_rank_zero_goes_silent);
         let config = worker_config(test).timeout(Duration::from_secs(1));
+        // Rank 0 is the worker's parent: both name the marker by its pid.
+        let marker =
+            |rank_zero: u32| std::env::temp_dir().join(format!("shoal-silent-{rank_zero}"));
         let result = within(LIMIT, move || {
             run_processes(2, &config, |comm| {
                 if comm.rank() == 0 {
-                    std::thread::sleep(Duration::from_secs(4));
+                    let marker = marker(std::process::id());
+                    let waiting = std::time::Instant::now();
+                    while !marker.exists() && waiting.elapsed() < Duration::from_secs(60) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    let _ = std::fs::remove_file(&marker);
+                    return comm.barrier();
                 }
-                comm.barrier()
+                let outcome = comm.barrier();
+                if outcome.is_err() {
+                    std::fs::write(marker(std::os::unix::process::parent_id()), b"gave up")
+                        .expect("writing the marker");
+                }
+                outcome
             })
         });
         if is_worker_process() {
