@@ -168,6 +168,14 @@ pub fn train_help() -> String {
     for p in PRESETS {
         text.push_str(&format!("  {:<16} {}\n", p.name, p.about));
     }
+    text.push_str("\nAlgorithms (algo.kind):\n");
+    for a in crate::algos::ALGORITHMS {
+        text.push_str(&format!("  {:<16} {}\n", a.kind, a.about));
+    }
+    text.push_str("\nEnvs (env.kind):\n");
+    for e in crate::config::EnvRegistry::builtin().entries() {
+        text.push_str(&format!("  {:<16} {}\n", e.id, e.about));
+    }
     text.push_str(
         "\nKeys for --set, with worm-reinforce's values (other algorithms and envs have \
          other keys: `shoal config PRESET` prints a preset's complete configuration):\n",

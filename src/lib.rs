@@ -30,6 +30,7 @@ pub use shoal_registry as registry;
 pub use shoal_run as run;
 
 pub use shoal_core::allocator;
+pub mod algos;
 pub mod bench;
 pub mod cli;
 pub mod config;

@@ -20,6 +20,7 @@ use shoal_parallel::{
 pub use shoal_run::StrategySetup;
 use shoal_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
 
+use crate::algos::{algorithm, gather_kinds};
 use crate::config::{AlgoConfig, RunConfig, StrategyKind};
 
 /// A fresh instance of the configured environment.
@@ -39,21 +40,24 @@ pub fn make_learner(
     rank: usize,
     lr_scale: f64,
 ) -> Result<Box<dyn GradientLearner>> {
+    (algorithm(cfg.algo.kind())?.learner)(cfg, rank, lr_scale)
+}
+
+/// The DDPG + HER learner of worker `rank`.
+pub(crate) fn make_ddpg(
+    cfg: &RunConfig,
+    rank: usize,
+    lr_scale: f64,
+) -> Result<Ddpg<Box<dyn GoalEnv>>> {
+    let AlgoConfig::Ddpg(algo) = &cfg.algo else {
+        unreachable!("called for ddpg configs only")
+    };
+    let mut algo = algo.clone();
+    algo.actor_lr *= lr_scale;
+    algo.critic_lr *= lr_scale;
+    algo.buffer_size = replay_share(cfg, algo.buffer_size);
     let seed = shoal_parallel::worker_seed(cfg.seed, rank);
-    match &cfg.algo {
-        AlgoConfig::Reinforce(_) => Ok(Box::new(make_reinforce(cfg, rank, lr_scale)?)),
-        AlgoConfig::Ppo(_) => Ok(Box::new(make_ppo(cfg, rank, lr_scale)?)),
-        AlgoConfig::Ddpg(algo) => {
-            let mut algo = algo.clone();
-            algo.actor_lr *= lr_scale;
-            algo.critic_lr *= lr_scale;
-            algo.buffer_size = replay_share(cfg, algo.buffer_size);
-            let env = make_goal_env(cfg)?;
-            let learner = Ddpg::new(algo, env, make_goal_env(cfg)?, seed)?;
-            Ok(Box::new(learner))
-        }
-        AlgoConfig::Hac(_) => Ok(Box::new(make_hac(cfg, rank, lr_scale)?)),
-    }
+    Ddpg::new(algo, make_goal_env(cfg)?, make_goal_env(cfg)?, seed)
 }
 
 /// The HAC learner of worker `rank`, as [`make_learner`] builds it; its own
@@ -87,17 +91,22 @@ fn replay_share(cfg: &RunConfig, total: usize) -> usize {
 /// The learner of worker `rank` for the rollout-gather strategy, which needs
 /// an algorithm that can split collection from update.
 pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn RolloutLearner>> {
-    match &cfg.algo {
-        AlgoConfig::Reinforce(_) => Ok(Box::new(make_reinforce(cfg, rank, 1.0)?)),
-        AlgoConfig::Ppo(_) => Ok(Box::new(make_ppo(cfg, rank, 1.0)?)),
-        other => Err(Error::Config(format!(
-            "parallel.strategy `gather` needs a batch algorithm (reinforce, ppo), not `{}`",
-            other.kind()
-        ))),
-    }
+    let entry = algorithm(cfg.algo.kind())?;
+    let make = entry.rollout_learner.ok_or_else(|| {
+        Error::Config(format!(
+            "parallel.strategy `gather` needs a batch algorithm ({}), not `{}`",
+            gather_kinds(),
+            entry.kind
+        ))
+    })?;
+    make(cfg, rank)
 }
 
-fn make_reinforce(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Reinforce<Box<dyn Env>>> {
+pub(crate) fn make_reinforce(
+    cfg: &RunConfig,
+    rank: usize,
+    lr_scale: f64,
+) -> Result<Reinforce<Box<dyn Env>>> {
     let AlgoConfig::Reinforce(algo) = &cfg.algo else {
         unreachable!("called for reinforce configs only")
     };
@@ -112,7 +121,7 @@ fn make_reinforce(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Reinfor
 /// from: the whole budget for one learner and under rollout gathering
 /// (rank 0 learns from every worker's episodes), a worker's share under
 /// averaging and the pool.
-fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
+pub(crate) fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
     let AlgoConfig::Ppo(algo) = &cfg.algo else {
         unreachable!("called for ppo configs only")
     };
@@ -295,6 +304,22 @@ pub const MAX_EVAL_EPISODES: usize = 1_000_000;
 /// refuse is refused now).
 pub fn check_config(cfg: &RunConfig) -> Result<()> {
     cfg.parallel.validate()?;
+    let algo = algorithm(cfg.algo.kind())?;
+    if algo.goal_env && !cfg.is_goal_task()? {
+        let goal: Vec<&str> = cfg
+            .envs
+            .entries()
+            .iter()
+            .filter(|e| e.is_goal())
+            .map(|e| e.id)
+            .collect();
+        return Err(Error::Config(format!(
+            "algo `{}` needs a goal-conditioned env ({}), not `{}`",
+            algo.kind,
+            goal.join(", "),
+            cfg.env.kind
+        )));
+    }
     if let StrategyKind::None = cfg.parallel.strategy
         && cfg.parallel.workers != 1
     {
