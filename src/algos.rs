@@ -19,6 +19,8 @@ pub type MakeRolloutLearner = fn(&RunConfig, usize) -> Result<Box<dyn RolloutLea
 pub struct AlgoEntry {
     /// Its `algo.kind` in configs.
     pub kind: &'static str,
+    /// The settings struct its `[algo]` table holds (in shoal-algo).
+    pub settings_type: &'static str,
     /// One line for `--help`.
     pub about: &'static str,
     /// Whether it needs a goal-conditioned env (HER, subgoals).
@@ -35,6 +37,7 @@ pub struct AlgoEntry {
 pub const ALGORITHMS: &[AlgoEntry] = &[
     AlgoEntry {
         kind: "reinforce",
+        settings_type: "ReinforceConfig",
         about: "REINFORCE with a learned baseline and a Beta policy",
         goal_env: false,
         learner: |cfg, rank, scale| Ok(Box::new(make_reinforce(cfg, rank, scale)?)),
@@ -42,6 +45,7 @@ pub const ALGORITHMS: &[AlgoEntry] = &[
     },
     AlgoEntry {
         kind: "ppo",
+        settings_type: "PpoConfig",
         about: "PPO with GAE(λ) and a Beta (or Gaussian) policy",
         goal_env: false,
         learner: |cfg, rank, scale| Ok(Box::new(make_ppo(cfg, rank, scale)?)),
@@ -49,6 +53,7 @@ pub const ALGORITHMS: &[AlgoEntry] = &[
     },
     AlgoEntry {
         kind: "ddpg",
+        settings_type: "DdpgConfig",
         about: "DDPG with hindsight experience replay",
         goal_env: true,
         learner: |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
@@ -56,6 +61,7 @@ pub const ALGORITHMS: &[AlgoEntry] = &[
     },
     AlgoEntry {
         kind: "hac",
+        settings_type: "HacConfig",
         about: "hierarchical actor-critic (HAC) with HER on every level",
         goal_env: true,
         learner: |cfg, rank, scale| Ok(Box::new(make_hac(cfg, rank, scale)?)),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use shoal_core::{Error, Result};
 use shoal_eval::RunDir;
 
-use crate::config::{PRESETS, RunConfig, preset};
+use crate::config::{PRESETS, RunConfig, key_docs, preset};
 use crate::overrides::list_keys;
 use crate::train::{MAX_EVAL_EPISODES, Plan, check_config, eval_seed, load_run, run};
 
@@ -253,8 +253,50 @@ pub struct ConfigArgs {
 pub fn config(args: &ConfigArgs) -> Result<()> {
     let cfg = RunConfig::resolve(&args.source, &args.settings.overrides())?;
     check_config(&cfg)?;
-    print!("{}", cfg.to_toml());
+    print!("{}", commented(&cfg.to_toml(), &key_docs(&cfg)?));
     Ok(())
+}
+
+/// `toml` with each key's doc above it as `#` lines of at most 80 columns.
+/// Comments change nothing a TOML reader sees.
+pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let mut table = String::new();
+    let mut comment = |doc: &str, out: &mut String| {
+        let mut line = String::from("#");
+        for word in doc.split_whitespace() {
+            if line.len() + 1 + word.len() > 80 {
+                out.push_str(&line);
+                out.push('\n');
+                line = String::from("#");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    };
+    for line in toml.lines() {
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            table = format!("{header}.");
+            // A table that holds one of an enum's variants (`[env.arm.gripper.Block]`):
+            // the doc of the field that holds the enum.
+            if let Some((_, doc)) = docs
+                .iter()
+                .find(|(k, _)| header.starts_with(k.as_str()) && header[k.len()..].starts_with('.'))
+            {
+                comment(doc, &mut out);
+            }
+        } else if let Some((key, _)) = line.split_once(" = ")
+            && !key.starts_with([' ', '#'])
+            && let Some((_, doc)) = docs.iter().find(|(k, _)| *k == format!("{table}{key}"))
+        {
+            comment(doc, &mut out);
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// `shoal eval`.

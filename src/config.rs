@@ -98,7 +98,9 @@ pub struct ParallelConfig {
     /// `none` (single learner), `pool` (branch-and-merge), `gather` (rollout
     /// gather) or `averaging` (gradient averaging). Default `none`.
     pub strategy: StrategyKind,
-    /// Pool: training episodes each worker runs per iteration. Default 10.
+    /// Training episodes each worker runs per iteration (pool, gather and
+    /// averaging; under gather, rank 0 updates on all workers' episodes of
+    /// an iteration). Default 10.
     pub episodes_per_iteration: usize,
     /// Pool: frozen-policy episodes per candidate, on which the winner is
     /// selected (the promoted agent's evaluation uses `train.eval_episodes`
@@ -804,9 +806,84 @@ fn one_line(e: &toml::de::Error) -> String {
     }
 }
 
+/// The documented fields of [`RunConfig`] and [`ParallelConfig`], from
+/// this file.
+pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
+    shoal_core::docs::struct_docs(&[include_str!("config.rs")], name)
+}
+
+/// Every key of `cfg` with the doc comment of its field: the top level,
+/// `env.*` from the env's registry entry, `algo.*`, `train.*` and
+/// `parallel.*`.
+pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
+    use shoal_core::docs::key_docs as keys_of;
+    fn section(prefix: &str, keys: Vec<(String, String)>) -> Vec<(String, String)> {
+        let dotted = |(key, doc)| (format!("{prefix}.{key}"), doc);
+        keys.into_iter().map(dotted).collect()
+    }
+    let algo = crate::algos::algorithm(cfg.algo.kind())?;
+    // The top level's own keys; its tables are documented key by key below.
+    let mut docs: Vec<(String, String)> = keys_of(&config_docs, "RunConfig")
+        .into_iter()
+        .filter(|(key, _)| !["env", "envs", "algo", "train", "parallel"].contains(&key.as_str()))
+        .collect();
+    docs.push((
+        "env.kind".into(),
+        "The env, by its registry id (`shoal train --help` lists them).".into(),
+    ));
+    docs.extend(section("env", (cfg.envs.get(&cfg.env.kind)?.key_docs)()));
+    docs.push((
+        "algo.kind".into(),
+        "The algorithm (`shoal train --help` lists them).".into(),
+    ));
+    docs.extend(section(
+        "algo",
+        keys_of(&shoal_algo::config_docs, algo.settings_type),
+    ));
+    docs.extend(section(
+        "train",
+        keys_of(&shoal_run::config_docs, "TrainConfig"),
+    ));
+    docs.extend(section("parallel", keys_of(&config_docs, "ParallelConfig")));
+    Ok(docs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_of_every_preset_has_a_doc_and_shoal_config_prints_it() {
+        for p in PRESETS {
+            let cfg = preset(p.name).unwrap();
+            let docs = key_docs(&cfg).unwrap();
+            let text = crate::cli::commented(&cfg.to_toml(), &docs);
+            // Comments change nothing a reader of the file sees.
+            assert_eq!(
+                toml::from_str::<toml::Table>(&text).unwrap(),
+                cfg.to_table()
+            );
+            for (key, _) in crate::overrides::list_keys(&cfg.to_table()) {
+                // The key's own doc, or the doc of the enum field above it.
+                let documented = docs.iter().any(|(k, d)| {
+                    !d.is_empty() && (*k == key || key.starts_with(&format!("{k}.")))
+                });
+                assert!(documented, "{}: `{key}` has no doc", p.name);
+            }
+            // Each key line has its doc above it; inside the table of an
+            // enum's variant, the table's header has the field's doc.
+            let lines: Vec<&str> = text.lines().collect();
+            let mut variant = false;
+            for (i, line) in lines.iter().enumerate() {
+                let commented = i > 0 && lines[i - 1].starts_with("# ");
+                if line.starts_with('[') {
+                    variant = commented;
+                } else if line.contains(" = ") && !line.starts_with([' ', '#']) {
+                    assert!(commented || variant, "{}: {line}", p.name);
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_preset_round_trips_through_toml() {

@@ -650,7 +650,11 @@ fn config_prints_the_configuration_train_runs_with() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let saved = std::fs::read_to_string(dir.join("run/config.toml")).unwrap();
-    assert_eq!(String::from_utf8_lossy(&printed.stdout), saved);
+    // The same file with every key's doc above it as a comment.
+    let printed = String::from_utf8_lossy(&printed.stdout);
+    let uncommented: Vec<&str> = printed.lines().filter(|l| !l.starts_with("# ")).collect();
+    assert_eq!(uncommented.join("\n") + "\n", saved);
+    assert!(printed.contains("# Master seed; worker `r` uses `seed + r`.\nseed = 3\n"));
     assert!(saved.contains("seed = 3\n") && saved.contains("learning_rate = 0.002\n"));
 
     // Every key of another algorithm's preset, not only the help's.

@@ -58,3 +58,17 @@ pub use transition_buffer::{Transition, TransitionBuffer, TransitionDims};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The documented fields of one of this crate's settings structs
+/// (`PpoConfig`, `DdpgConfig`, …), from its source.
+pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
+    shoal_core::docs::struct_docs(
+        &[
+            include_str!("reinforce.rs"),
+            include_str!("ppo.rs"),
+            include_str!("ddpg.rs"),
+            include_str!("hac/config.rs"),
+        ],
+        name,
+    )
+}

@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod allocator;
+pub mod docs;
 mod env;
 mod error;
 mod learner;

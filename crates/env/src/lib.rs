@@ -61,6 +61,21 @@ pub use worm::{
     try_best_travelling_wave,
 };
 
+/// The documented fields of one of this crate's settings structs
+/// (`WormConfig`, `ArmConfig`, …), from its source.
+pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
+    shoal_core::docs::struct_docs(
+        &[
+            include_str!("worm.rs"),
+            include_str!("push.rs"),
+            include_str!("ball.rs"),
+            include_str!("toy.rs"),
+            include_str!("arm/config.rs"),
+        ],
+        name,
+    )
+}
+
 /// The README's example, compiled and run with the doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

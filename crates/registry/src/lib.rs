@@ -32,6 +32,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use shoal_core::docs::FieldDoc;
 use shoal_core::{Env, Error, GoalEnv, Result};
 use shoal_eval::{ArmLayout, Reference};
 
@@ -41,6 +42,13 @@ pub trait FromSettings: Sized + 'static {
     type Settings: Serialize + DeserializeOwned + Default;
     /// The env for these settings (checking them).
     fn from_settings(settings: Self::Settings) -> Result<Self>;
+
+    /// The documented fields of its settings struct, or of a struct nested
+    /// in it, by type name (`shoal config` comments every key with them);
+    /// none by default.
+    fn settings_docs(_type_name: &str) -> Option<Vec<FieldDoc>> {
+        None
+    }
 }
 
 macro_rules! from_settings {
@@ -49,6 +57,9 @@ macro_rules! from_settings {
             type Settings = $settings;
             fn from_settings(settings: $settings) -> Result<Self> {
                 <$env>::new(settings)
+            }
+            fn settings_docs(type_name: &str) -> Option<Vec<FieldDoc>> {
+                shoal_env::config_docs(type_name)
             }
         }
     )*};
@@ -99,6 +110,8 @@ pub struct EnvEntry {
     /// Reads the settings as the env's typed struct, naming the first key or
     /// value it refuses, without building the env.
     pub check: fn(&toml::Table) -> Result<()>,
+    /// Every settings key with its doc comment (`arm.substeps`, …).
+    pub key_docs: fn() -> Vec<(String, String)>,
     /// What `shoal render` draws, from the settings; `None`: not renderable.
     pub scene: Option<fn(&toml::Table) -> Result<Scene>>,
     /// The task's reference performance for a seed (the worm's best
@@ -139,6 +152,11 @@ impl EnvEntry {
             builder,
             defaults: || table_of(&E::Settings::default()).expect("default settings are TOML"),
             check: |table| settings_of::<E::Settings>(table).map(drop),
+            key_docs: || {
+                let full = std::any::type_name::<E::Settings>();
+                let name = full.rsplit("::").next().unwrap_or(full);
+                shoal_core::docs::key_docs(&E::settings_docs, name)
+            },
             scene: None,
             reference: None,
         }

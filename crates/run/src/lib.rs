@@ -127,3 +127,8 @@ where
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The documented fields of [`TrainConfig`], from its source.
+pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
+    shoal_core::docs::struct_docs(&[include_str!("spec.rs")], name)
+}
