@@ -262,7 +262,7 @@ pub fn config(args: &ConfigArgs) -> Result<()> {
 pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
     let mut out = String::new();
     let mut table = String::new();
-    let mut comment = |doc: &str, out: &mut String| {
+    let comment = |doc: &str, out: &mut String| {
         let mut line = String::from("#");
         for word in doc.split_whitespace() {
             if line.len() + 1 + word.len() > 80 {
