@@ -848,6 +848,79 @@ pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
     Ok(docs)
 }
 
+/// The configuration reference (docs/configuration.md): every key of every
+/// env, algorithm and the run, with its meaning and its value in a preset
+/// that uses it, generated from the code. A test keeps the page equal to
+/// this text.
+pub fn reference_page() -> Result<String> {
+    let mut page = String::from(
+        "# Configuration reference\n\n\
+         Every key `shoal train --set` and `config.toml` take, with its meaning (the doc \
+         comment of its field in the code) and its value in one preset that uses it. \
+         `shoal config PRESET` prints any preset's values with the same comments. \
+         This page is generated from the code (`SHOAL_BLESS=1 cargo test --lib \
+         reference_page` rewrites it) and a test fails when it is out of date.\n",
+    );
+    // One preset per section: the run's own keys, each env, each algorithm.
+    let sections: [(&str, &str, &str); 10] = [
+        ("The run", "", "worm-reinforce"),
+        (
+            "`train`: budget, evaluation, checkpoints",
+            "train.",
+            "worm-reinforce",
+        ),
+        (
+            "`parallel`: workers, backend, strategy",
+            "parallel.",
+            "worm-pool",
+        ),
+        ("`env` = `worm`", "env.", "worm-reinforce"),
+        ("`env` = `arm-push`", "env.", "push-ddpg-her"),
+        ("`env` = `ball-to-net`", "env.", "ball-ddpg-her"),
+        ("`algo` = `reinforce`", "algo.", "worm-reinforce"),
+        ("`algo` = `ppo`", "algo.", "worm-ppo"),
+        ("`algo` = `ddpg`", "algo.", "push-ddpg-her"),
+        ("`algo` = `hac`", "algo.", "push-hac"),
+    ];
+    for (title, prefix, name) in sections {
+        let cfg = preset(name)?;
+        let docs = key_docs(&cfg)?;
+        page.push_str(&format!(
+            "\n## {title}\n\n| key | `{name}` | meaning |\n|---|---|---|\n"
+        ));
+        let values = crate::overrides::list_keys(&cfg.to_table());
+        for (key, doc) in &docs {
+            let top_level = !key.contains('.');
+            if (prefix.is_empty() && !top_level) || (!prefix.is_empty() && !key.starts_with(prefix))
+            {
+                continue;
+            }
+            // Its value; an enum's variant is a table of its own keys; an
+            // optional setting is absent while unset.
+            let inner = format!("{key}.");
+            let value: Vec<String> = values
+                .iter()
+                .filter(|(k, _)| k == key || k.starts_with(&inner))
+                .map(|(k, v)| match k.strip_prefix(&inner) {
+                    Some(rest) => format!("{rest} = {v}"),
+                    None => v.clone(),
+                })
+                .collect();
+            let value = if value.is_empty() {
+                "unset".to_string()
+            } else {
+                format!("`{}`", value.join("; "))
+            };
+            page.push_str(&format!(
+                "| `{key}` | {} | {} |\n",
+                value.replace('|', "\\|"),
+                doc.replace('|', "\\|")
+            ));
+        }
+    }
+    Ok(page)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -883,6 +956,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn reference_page_is_the_generated_one() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+        let page = reference_page().unwrap();
+        if std::env::var_os("SHOAL_BLESS").is_some() {
+            std::fs::write(&path, &page).unwrap();
+        }
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            written == page,
+            "docs/configuration.md is out of date: run `SHOAL_BLESS=1 cargo test --lib \
+             reference_page` and commit it"
+        );
     }
 
     #[test]
