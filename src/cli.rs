@@ -63,7 +63,7 @@ pub enum Command {
         /// Episodes to render.
         #[arg(long, value_parser = parse_count, default_value_t = 1)]
         episodes: usize,
-        /// Output GIF (default: <run-dir>/render.gif).
+        /// Output GIF (default: RUN_DIR/render.gif).
         #[arg(long)]
         out: Option<PathBuf>,
     },
