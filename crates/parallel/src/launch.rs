@@ -195,7 +195,8 @@ where
 {
     Err(Error::Config(
         "backend \"mpi\" is not available: build shoal with `--features mpi` (needs OpenMPI: \
-         apt-get install -y libopenmpi-dev openmpi-bin libclang-dev) and start it with mpirun"
+         apt-get install -y libopenmpi-dev openmpi-bin libclang-dev pkg-config) and start it \
+         with mpirun"
             .into(),
     ))
 }
