@@ -289,9 +289,11 @@ pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
             }
         } else if let Some((key, _)) = line.split_once(" = ")
             && !key.starts_with([' ', '#'])
-            && let Some((_, doc)) = docs.iter().find(|(k, _)| *k == format!("{table}{key}"))
         {
-            comment(doc, &mut out);
+            let dotted = format!("{table}{key}");
+            if let Some((_, doc)) = docs.iter().find(|(k, _)| *k == dotted) {
+                comment(doc, &mut out);
+            }
         }
         out.push_str(line);
         out.push('\n');

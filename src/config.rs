@@ -684,26 +684,17 @@ impl RunConfig {
         let mut tree = self.to_table();
         // Optional settings are absent while unset; they may be added.
         let accepts = |tree: &toml::Table| {
-            self.read_tree(tree.clone()).map(drop).map_err(|e| match e {
-                Error::Config(message) => message,
-                other => other.to_string(),
-            })
+            read_tree(&self.envs, tree.clone())
+                .map(drop)
+                .map_err(|e| match e {
+                    Error::Config(message) => message,
+                    other => other.to_string(),
+                })
         };
         for assignment in overrides {
             apply_override_with(&mut tree, assignment, &accepts)?;
         }
-        self.read_tree(tree)
-            .map_err(|e| in_context("after --set", e))
-    }
-
-    /// A config tree read with this config's envs, its env settings checked.
-    fn read_tree(&self, tree: toml::Table) -> Result<RunConfig> {
-        let mut cfg: RunConfig = toml::Value::Table(tree)
-            .try_into()
-            .map_err(|e: toml::de::Error| Error::Config(one_line(&e)))?;
-        cfg.envs = self.envs.clone();
-        cfg.envs.check(&cfg.env)?;
-        Ok(cfg)
+        read_tree(&self.envs, tree).map_err(|e| in_context("after --set", e))
     }
 
     /// The config worker `rank` of a pool trains with: the run's, with that
@@ -739,12 +730,7 @@ impl RunConfig {
             |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
         let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
         migrate(&mut tree);
-        let mut cfg: RunConfig = toml::Value::Table(tree).try_into().map_err(malformed)?;
-        cfg.envs = envs.clone();
-        cfg.envs
-            .check(&cfg.env)
-            .map_err(|e| in_context(&format!("{origin} is malformed"), e))?;
-        Ok(cfg)
+        read_tree(envs, tree).map_err(|e| in_context(&format!("{origin} is malformed"), e))
     }
 
     /// Whether the run's env is goal-conditioned (success rates, HER, HAC).
@@ -766,6 +752,17 @@ impl RunConfig {
     pub fn to_table(&self) -> toml::Table {
         toml::from_str(&self.to_toml()).expect("a config's own TOML parses")
     }
+}
+
+/// A config tree as a [`RunConfig`] whose env `envs` names, its env
+/// settings checked by the env's entry.
+fn read_tree(envs: &EnvRegistry, tree: toml::Table) -> Result<RunConfig> {
+    let mut cfg: RunConfig = toml::Value::Table(tree)
+        .try_into()
+        .map_err(|e: toml::de::Error| Error::Config(one_line(&e)))?;
+    cfg.envs = envs.clone();
+    cfg.envs.check(&cfg.env)?;
+    Ok(cfg)
 }
 
 /// Rewrites keys that earlier versions of shoal wrote into config files as

@@ -180,11 +180,14 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
         .resume_may_change(RESUME_MAY_CHANGE)
         // A config an earlier version wrote is compared as today reads it:
         // renamed keys migrated, keys added since at their defaults.
-        .migrate_saved_config(Arc::new(|saved: &str| {
-            RunConfig::from_toml(saved, "saved config")
-                .ok()
-                .map(|c| c.to_toml())
-        }))
+        .migrate_saved_config({
+            let envs = cfg.envs.clone();
+            Arc::new(move |saved: &str| {
+                RunConfig::from_toml_in(&envs, saved, "saved config")
+                    .ok()
+                    .map(|c| c.to_toml())
+            })
+        })
         .parallel(parallel);
     let entry = cfg.envs.get(&cfg.env.kind).ok().copied();
     if let Some(reference) = entry.and_then(|e| e.reference) {
@@ -306,17 +309,10 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     cfg.parallel.validate()?;
     let algo = algorithm(cfg.algo.kind())?;
     if algo.goal_env && !cfg.is_goal_task()? {
-        let goal: Vec<&str> = cfg
-            .envs
-            .entries()
-            .iter()
-            .filter(|e| e.is_goal())
-            .map(|e| e.id)
-            .collect();
         return Err(Error::Config(format!(
             "algo `{}` needs a goal-conditioned env ({}), not `{}`",
             algo.kind,
-            goal.join(", "),
+            cfg.envs.goal_ids().join(", "),
             cfg.env.kind
         )));
     }

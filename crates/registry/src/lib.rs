@@ -325,20 +325,21 @@ impl EnvRegistry {
     pub fn make_goal_env(&self, env: &EnvConfig) -> Result<Box<dyn GoalEnv>> {
         match self.get(&env.kind)?.builder {
             Builder::Goal(build) => build(&env.settings),
-            Builder::Plain(_) => {
-                let goal: Vec<&str> = self
-                    .entries
-                    .iter()
-                    .filter(|e| e.is_goal())
-                    .map(|e| e.id)
-                    .collect();
-                Err(Error::Config(format!(
-                    "env `{}` is not goal-conditioned; goal algorithms need one of: {}",
-                    env.kind,
-                    goal.join(", ")
-                )))
-            }
+            Builder::Plain(_) => Err(Error::Config(format!(
+                "env `{}` is not goal-conditioned; goal algorithms need one of: {}",
+                env.kind,
+                self.goal_ids().join(", ")
+            ))),
         }
+    }
+
+    /// The ids of the goal-conditioned envs, in registration order.
+    pub fn goal_ids(&self) -> Vec<&'static str> {
+        self.entries
+            .iter()
+            .filter(|e| e.is_goal())
+            .map(|e| e.id)
+            .collect()
     }
 
     /// Whether `env` is goal-conditioned.
