@@ -200,6 +200,34 @@ impl GoalReward for WithinDistance {
     }
 }
 
+/// Goals reached when every component is within its own threshold, with
+/// the sparse reward: the HAC paper's goal test (`|achieved_i − desired_i|
+/// ≤ threshold_i` for all `i`), for goals whose components have different
+/// units, such as joint angles beside joint velocities.
+///
+/// ```
+/// use shoal_algo::{GoalReward, WithinBox};
+/// let near = WithinBox { thresholds: vec![0.1, 2.0] };
+/// assert!(near.success(&[0.0, 0.0], &[0.1, -2.0])); // on the edge: reached
+/// assert_eq!(near.reward(&[0.0, 0.0], &[0.11, 0.0]), -1.0);
+/// assert_eq!(near.reward(&[0.0, 0.0], &[0.0, 2.5]), -1.0);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct WithinBox {
+    /// One threshold per goal component, in the component's units.
+    pub thresholds: Vec<f32>,
+}
+
+impl GoalReward for WithinBox {
+    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        achieved
+            .iter()
+            .zip(desired)
+            .zip(&self.thresholds)
+            .all(|((a, d), t)| (a - d).abs() <= *t)
+    }
+}
+
 impl<G: GoalEnv + ?Sized> GoalReward for G {
     fn reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
         self.compute_reward(achieved, desired)

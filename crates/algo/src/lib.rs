@@ -46,7 +46,7 @@ pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, TrainEvery};
 pub use hac::{Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, attempt_transitions};
 pub use her::{
     GoalOrigin, GoalReward, HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
-    WithinDistance, goal_origin, sample_batch, sample_episode,
+    WithinBox, WithinDistance, goal_origin, sample_batch, sample_episode,
 };
 pub use ppo::{PolicyKind, Ppo, PpoConfig, PpoPolicy, gae};
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig};

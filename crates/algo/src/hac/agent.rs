@@ -150,6 +150,15 @@ impl<E: GoalEnv> Hac<E> {
                 components.len()
             )));
         }
+        if let Some(thresholds) = &config.subgoal_thresholds
+            && thresholds.len() != components.len()
+        {
+            return Err(Error::Config(format!(
+                "hac subgoal_thresholds has {} values; a subgoal has {} components",
+                thresholds.len(),
+                components.len()
+            )));
+        }
         let buffers = (0..config.levels)
             .map(|level| TransitionBuffer::new(models.level_dims(level), config.buffer_size))
             .collect::<Result<Vec<_>>>()?;
@@ -278,7 +287,7 @@ impl<E: GoalEnv> Hac<E> {
                 let seed = derive_seed(derive_seed(self.seed, NOISE_STREAM + k), level as u64);
                 self.config
                     .noise
-                    .build(dim, self.config.noise_eps as f32, seed)
+                    .build(dim, self.config.noise_scale(level) as f32, seed)
             })
             .collect::<Result<Vec<_>>>()?;
         let explore = Explore {

@@ -9,11 +9,19 @@ use crate::check;
 
 /// Hyperparameters of [`Hac`](crate::Hac). Defaults are the paper's (2 levels, H = 25,
 /// λ = 0.3, penalty −H, targets in `[−H, 0]`) and Levy's DDPG settings.
+///
+/// One level is flat DDPG + HER (`future`) with HAC's critic and noise; it
+/// needs `top_level_unlimited`, or it acts only H times per episode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HacConfig {
-    /// Levels of the hierarchy, 2 or 3. Default 2.
+    /// Levels of the hierarchy, 1 to 3. Default 2.
     pub levels: usize,
+    /// The top level acts until its goal is reached or the env ends the
+    /// episode, as in the paper's code; false: it too stops after H actions
+    /// (H^levels must then cover the episode; the arm presets were tuned so).
+    /// Default false.
+    pub top_level_unlimited: bool,
     /// Actions per attempt of each level, H (the paper: 25 for 2 levels,
     /// 10 for 3). Also the missed-subgoal penalty `−H` and the critic target
     /// range `[−H, 0]`. Default 25.
@@ -45,8 +53,14 @@ pub struct HacConfig {
     pub action_l2: f64,
     /// Probability of a uniformly random action (or subgoal) when exploring. Default 0.2.
     pub random_eps: f64,
-    /// Scale of the exploration noise, in `[-1, 1]` action units. Default 0.1.
+    /// Scale of the exploration noise of level 0 (the paper's atomic noise),
+    /// in `[-1, 1]` action units: a fraction of half the action range. Default 0.1.
     pub noise_eps: f64,
+    /// Scale of the subgoal levels' exploration noise, as a fraction of half
+    /// the subgoal range (the paper's subgoal noise; absent: `noise_eps`).
+    /// Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_noise_eps: Option<f64>,
     /// Kind of exploration noise. Default `gaussian`.
     pub noise: NoiseKind,
     /// Hindsight goals (`future`) per transition. Default 4.
@@ -75,6 +89,12 @@ pub struct HacConfig {
     /// pursues the task's goal as the env scores it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subgoal_threshold: Option<f64>,
+    /// One threshold per subgoal component, in its own units: a subgoal is
+    /// reached when every component is within its threshold (the paper's
+    /// test, for subgoals that mix angles and velocities). Excludes
+    /// `subgoal_threshold`. Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subgoal_thresholds: Option<Vec<f64>>,
     /// Observations and goals are clamped to ±this before normalising. Default 200.
     pub clip_obs: f64,
     /// Normalised inputs are clipped to ±this. Default 5.
@@ -87,6 +107,7 @@ impl Default for HacConfig {
     fn default() -> Self {
         HacConfig {
             levels: 2,
+            top_level_unlimited: false,
             horizon: 25,
             subgoal_test_rate: 0.3,
             gamma: None,
@@ -101,12 +122,14 @@ impl Default for HacConfig {
             action_l2: 0.0,
             random_eps: 0.2,
             noise_eps: 0.1,
+            subgoal_noise_eps: None,
             noise: NoiseKind::Gaussian,
             her_k: 4,
             subgoal_low: None,
             subgoal_high: None,
             subgoal_indices: None,
             subgoal_threshold: None,
+            subgoal_thresholds: None,
             clip_obs: 200.0,
             norm_clip: 5.0,
             norm_eps: 0.01,
@@ -118,8 +141,8 @@ impl HacConfig {
     /// Checks every value; the error names the offending key.
     pub fn validate(&self) -> Result<()> {
         let bad = |key: &str, why: &str| Err(Error::Config(format!("hac {key} {why}")));
-        if !(2..=3).contains(&self.levels) {
-            return bad("levels", "must be 2 or 3");
+        if !(1..=3).contains(&self.levels) {
+            return bad("levels", "must be 1, 2 or 3");
         }
         if !(2..=check::MAX_HORIZON).contains(&self.horizon) {
             return bad("horizon", "must be between 2 and 1000");
@@ -148,8 +171,12 @@ impl HacConfig {
         if !(0.0..=1.0).contains(&self.random_eps) {
             return bad("random_eps", "must be a probability");
         }
-        if !(self.noise_eps.is_finite() && self.noise_eps >= 0.0) {
+        let scale_ok = |eps: f64| eps.is_finite() && eps >= 0.0;
+        if !scale_ok(self.noise_eps) {
             return bad("noise_eps", "must be finite and non-negative");
+        }
+        if self.subgoal_noise_eps.is_some_and(|eps| !scale_ok(eps)) {
+            return bad("subgoal_noise_eps", "must be finite and non-negative");
         }
         if !(self.action_l2.is_finite() && self.action_l2 >= 0.0) {
             return bad("action_l2", "must be finite and non-negative");
@@ -184,7 +211,40 @@ impl HacConfig {
         {
             return bad("subgoal_threshold", "must be finite and positive");
         }
+        if let Some(thresholds) = &self.subgoal_thresholds {
+            if self.subgoal_threshold.is_some() {
+                return bad(
+                    "subgoal_thresholds",
+                    "excludes subgoal_threshold: give one of the two",
+                );
+            }
+            if !(1..=check::MAX_SUBGOAL_DIM).contains(&thresholds.len())
+                || !thresholds.iter().all(|t| t.is_finite() && *t > 0.0)
+            {
+                return bad(
+                    "subgoal_thresholds",
+                    "must be between 1 and 64 finite, positive values",
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// The noise scale of `level`: atomic at level 0, subgoal above.
+    pub(super) fn noise_scale(&self, level: usize) -> f64 {
+        match level {
+            0 => self.noise_eps,
+            _ => self.subgoal_noise_eps.unwrap_or(self.noise_eps),
+        }
+    }
+
+    /// Actions `level`'s attempt may take: H, or no limit for an unlimited top level.
+    pub(super) fn attempt_limit(&self, level: usize) -> usize {
+        if self.top_level_unlimited && level + 1 == self.levels {
+            usize::MAX
+        } else {
+            self.horizon
+        }
     }
 
     /// The length of a subgoal on an env with goals of `goal_dim`.

@@ -97,7 +97,7 @@ impl HacModels {
         self.levels.len()
     }
 
-    /// Always false: a hierarchy has at least two levels.
+    /// Always false: a hierarchy has at least one level.
     pub fn is_empty(&self) -> bool {
         self.levels.is_empty()
     }

@@ -10,7 +10,7 @@ use super::agent::HacFrame;
 use super::attempt::{Attempt, attempt_transitions};
 use super::config::HacConfig;
 use super::models::HacModels;
-use crate::her::{GoalReward, WithinDistance};
+use crate::her::{GoalReward, WithinBox, WithinDistance};
 use crate::transition_buffer::Transition;
 
 /// Exploration of a training episode.
@@ -20,19 +20,43 @@ pub(super) struct Explore {
     pub(super) noise: Vec<Box<dyn ActionNoise + Send>>,
 }
 
-/// How the levels below the top score their subgoals: within
-/// `subgoal_threshold` (0.05 when absent) for subgoals of `subgoal_indices`;
-/// for achieved-goal subgoals within `subgoal_threshold` when it is given,
-/// else (`None`) as the env scores its goals.
-pub(super) fn subgoal_reward(config: &HacConfig) -> Option<WithinDistance> {
+/// How the levels below the top score their subgoals, when not as the env
+/// scores its goals.
+pub(super) enum SubgoalScoring {
+    /// Within a Euclidean distance.
+    Distance(WithinDistance),
+    /// Every component within its own threshold.
+    Box(WithinBox),
+}
+
+impl GoalReward for SubgoalScoring {
+    fn success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        match self {
+            SubgoalScoring::Distance(within) => within.success(achieved, desired),
+            SubgoalScoring::Box(within) => within.success(achieved, desired),
+        }
+    }
+}
+
+/// How the levels below the top score their subgoals: per component within
+/// `subgoal_thresholds` when given; else within `subgoal_threshold` (0.05
+/// when absent) for subgoals of `subgoal_indices`; for achieved-goal
+/// subgoals within `subgoal_threshold` when it is given, else (`None`) as
+/// the env scores its goals.
+pub(super) fn subgoal_reward(config: &HacConfig) -> Option<SubgoalScoring> {
+    if let Some(thresholds) = &config.subgoal_thresholds {
+        return Some(SubgoalScoring::Box(WithinBox {
+            thresholds: thresholds.iter().map(|&t| t as f32).collect(),
+        }));
+    }
     let threshold = match (&config.subgoal_indices, config.subgoal_threshold) {
         (Some(_), threshold) => threshold.unwrap_or(0.05),
         (None, Some(threshold)) => threshold,
         (None, None) => return None,
     };
-    Some(WithinDistance {
+    Some(SubgoalScoring::Distance(WithinDistance {
         threshold: threshold as f32,
-    })
+    }))
 }
 
 /// The state of one episode while the levels recurse.
@@ -54,7 +78,7 @@ pub(super) struct Run<'a, E: GoalEnv> {
     pub(super) at_subgoal: Vec<f32>,
     /// How the levels below the top score subgoals, when not as the env
     /// scores goals (see [`subgoal_reward`]).
-    pub(super) subgoal_reward: Option<WithinDistance>,
+    pub(super) subgoal_reward: Option<SubgoalScoring>,
     /// The goal each level is pursuing, index = level.
     pub(super) goals: Vec<Vec<f32>>,
     pub(super) done: bool,
@@ -148,7 +172,7 @@ impl<E: GoalEnv> Run<'_, E> {
     pub(super) fn attempt(&mut self, level: usize, goal: &[f32], testing: bool) -> Result<()> {
         self.goals[level] = goal.to_vec();
         let mut attempt = Attempt::start(goal, &self.obs, self.achieved_by(level));
-        for _ in 0..self.config.horizon {
+        for _ in 0..self.config.attempt_limit(level) {
             let action = self.choose(level, goal, testing)?;
             let (hindsight, missed_test) = if level > 0 {
                 // ---- propose a subgoal, maybe test it, let the level below try ----

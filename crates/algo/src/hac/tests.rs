@@ -231,6 +231,42 @@ fn bad_configs_are_rejected_with_the_key_named() {
             },
             "subgoal_threshold",
         ),
+        (
+            HacConfig {
+                levels: 0,
+                ..small()
+            },
+            "levels",
+        ),
+        (
+            HacConfig {
+                subgoal_thresholds: Some(vec![0.1, 0.1]),
+                subgoal_threshold: Some(0.1),
+                ..small()
+            },
+            "excludes subgoal_threshold",
+        ),
+        (
+            HacConfig {
+                subgoal_thresholds: Some(vec![0.1, -1.0]),
+                ..small()
+            },
+            "subgoal_thresholds",
+        ),
+        (
+            HacConfig {
+                subgoal_thresholds: Some(vec![0.1, 0.1, 0.1]),
+                ..small()
+            },
+            "subgoal_thresholds has 3 values; a subgoal has 2",
+        ),
+        (
+            HacConfig {
+                subgoal_noise_eps: Some(f64::INFINITY),
+                ..small()
+            },
+            "subgoal_noise_eps",
+        ),
     ] {
         let error = Hac::new(config, env(25), env(25), 0).err().unwrap();
         assert!(matches!(error, Error::Config(_)));
@@ -645,4 +681,113 @@ fn two_level_hac_learns_to_reach_goals_through_reachable_subgoals() {
         mean_step <= 0.7 * mean_trip,
         "subgoals {mean_step:.2} away, goals {mean_trip:.2}"
     );
+}
+
+#[test]
+fn per_component_thresholds_score_subgoals_and_never_the_task_goal() {
+    // So loose in both components that level 0 reaches every subgoal with
+    // its first step, while the top level is still held to the env's 0.1.
+    let loose = HacConfig {
+        subgoal_thresholds: Some(vec![100.0, 100.0]),
+        ..small()
+    };
+    let mut agent_loose = agent(loose, 9);
+    let report = agent_loose.learn(4).unwrap();
+    assert_eq!(scalar(&report, "level0/subgoal_success"), Some(1.0));
+    assert!(scalar(&report, "level1/subgoal_success").unwrap() < 0.5);
+    assert!(report.env_steps() <= 4 * 5, "one step per subgoal attempt");
+    // Loose in x only: a subgoal is reached only when y is within 0.01 too,
+    // which an untrained level 0 rarely manages.
+    let strict_y = HacConfig {
+        subgoal_thresholds: Some(vec![100.0, 0.01]),
+        ..small()
+    };
+    let report = agent(strict_y, 9).learn(4).unwrap();
+    assert!(scalar(&report, "level0/subgoal_success").unwrap() < 0.5);
+}
+
+#[test]
+fn the_top_level_acts_until_the_episode_ends_only_when_unlimited() {
+    // One level, H = 5, on a 40-step episode of an untrained agent.
+    let flat = |unlimited: bool| HacConfig {
+        levels: 1,
+        top_level_unlimited: unlimited,
+        ..small()
+    };
+    let episode = |config: HacConfig| {
+        let mut learner = Hac::new(config, env(40), env(40), 2).unwrap();
+        let report = learner.learn(6).unwrap();
+        report
+            .episode_lengths
+            .iter()
+            .zip(&report.episode_successes)
+            .map(|(&n, &success)| (n, success))
+            .collect::<Vec<_>>()
+    };
+    for (steps, success) in episode(flat(false)) {
+        assert!(steps <= 5, "a bounded top level acts at most H times");
+        let _ = success;
+    }
+    let unlimited = episode(flat(true));
+    assert!(unlimited.iter().any(|&(steps, _)| steps == 40));
+    for (steps, success) in unlimited {
+        assert!(steps == 40 || success, "ended early without success: {steps}");
+    }
+    // Two levels: H² = 25 actions at most when bounded, the whole 40 when not.
+    let two = |unlimited: bool| HacConfig {
+        top_level_unlimited: unlimited,
+        ..small()
+    };
+    assert!(episode(two(false)).iter().all(|&(steps, _)| steps <= 25));
+    assert!(episode(two(true)).iter().any(|&(steps, _)| steps > 25));
+}
+
+#[test]
+fn one_unlimited_level_learns_the_toy_as_flat_ddpg_with_her() {
+    let config = HacConfig {
+        levels: 1,
+        top_level_unlimited: true,
+        ..learning()
+    };
+    let mut learner = Hac::new(config, env(50), env(50), 4).unwrap();
+    let untrained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();
+    learner.learn(150).unwrap();
+    let trained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();
+    assert!(
+        untrained < 0.3 && trained >= 0.8,
+        "untrained {untrained}, trained {trained}"
+    );
+}
+
+#[test]
+fn subgoal_noise_applies_above_level_zero_only() {
+    let base = HacConfig {
+        random_eps: 0.0,
+        noise_eps: 0.3,
+        ..small()
+    };
+    // Stated as the noise it defaults to: the same run.
+    let same = HacConfig {
+        subgoal_noise_eps: Some(0.3),
+        ..base.clone()
+    };
+    learn_alike(base.clone(), same, 3, 3);
+    // Without subgoal noise the upper level's proposals change ...
+    let quiet = HacConfig {
+        subgoal_noise_eps: Some(0.0),
+        ..base.clone()
+    };
+    let (mut a, mut b) = (agent(base.clone(), 3), agent(quiet, 3));
+    a.learn(1).unwrap();
+    b.learn(1).unwrap();
+    assert_ne!(a.buffer(1).get(0).action, b.buffer(1).get(0).action);
+    // ... and a flat agent, whose one level acts in the env, has none.
+    let flat = |subgoal_noise_eps| HacConfig {
+        levels: 1,
+        subgoal_noise_eps,
+        ..base.clone()
+    };
+    let (mut a, mut b) = (agent(flat(None), 3), agent(flat(Some(0.0)), 3));
+    assert_eq!(a.learn(2).unwrap().scalars, b.learn(2).unwrap().scalars);
+    assert_eq!(a.models().parameters(), b.models().parameters());
 }
