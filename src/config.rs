@@ -348,6 +348,41 @@ pub const PRESETS: &[Preset] = &[
         },
     },
     Preset {
+        name: "ur5-hac1",
+        about: "UR5 reacher (HAC paper): flat, 1-level HAC + HER",
+        build: || ur5_hac(1),
+    },
+    Preset {
+        name: "ur5-hac2",
+        about: "UR5 reacher (HAC paper): 2-level HAC, H = 25",
+        build: || ur5_hac(2),
+    },
+    Preset {
+        name: "ur5-hac3",
+        about: "UR5 reacher (HAC paper): 3-level HAC, H = 10",
+        build: || ur5_hac(3),
+    },
+    Preset {
+        name: "pendulum-hac1",
+        about: "inverted pendulum (HAC paper): flat, 1-level HAC + HER",
+        build: || pendulum_hac(1),
+    },
+    Preset {
+        name: "pendulum-hac2",
+        about: "inverted pendulum (HAC paper): 2-level HAC, H = 25",
+        build: || pendulum_hac(2),
+    },
+    Preset {
+        name: "pendulum-hac3",
+        about: "inverted pendulum (HAC paper): 3-level HAC, H = 10",
+        build: || pendulum_hac(3),
+    },
+    Preset {
+        name: "push-far-hac3",
+        about: "arm pushes a box 0.4-0.7 m in 200 steps, 3-level HAC, H = 10 (the paper's)",
+        build: push_far_hac3,
+    },
+    Preset {
         name: "toy-hac",
         about: "point-goal toy task, 2-level HAC + HER (seconds; for tests)",
         build: toy_hac,
@@ -600,6 +635,96 @@ fn push_far_hac() -> RunConfig {
 /// point (0.2 per step): H = 8 steps per subgoal, 8 attempts per 64-step
 /// episode; subgoals default to the arena, the env's goal space. Reaches
 /// eval success 0.95–1.0 in 250 episodes (seeds 0–2) in 12–16 s.
+/// The HAC paper's settings for `levels` levels on an episode of
+/// `episode_steps` actions: H = 25 for 2 levels and 10 for 3 (one level
+/// acts for the whole episode), subgoal testing 0.3, penalty −H, atomic
+/// noise 0.1, and the top level acting until the episode ends, as in the
+/// paper's code.
+fn paper_hac(levels: usize, episode_steps: usize) -> HacConfig {
+    HacConfig {
+        levels,
+        horizon: match levels {
+            1 => episode_steps,
+            2 => 25,
+            _ => 10,
+        },
+        top_level_unlimited: true,
+        subgoal_test_rate: 0.3,
+        noise_eps: 0.1,
+        ..HacConfig::default()
+    }
+}
+
+/// A paper task's budget: evaluations every 50 episodes (the paper tests
+/// after every 50 exploration episodes), 100 final ones.
+fn paper_train(episodes: u64) -> TrainConfig {
+    TrainConfig {
+        episodes,
+        eval_every: 50,
+        eval_episodes: 20,
+        final_eval_episodes: 100,
+        checkpoint_every: 100,
+        ..TrainConfig::default()
+    }
+}
+
+/// The UR5 reacher with the paper's code's settings: subgoals are the
+/// three joint angles and three velocities (bounds ±π and ±4 rad/s),
+/// reached within 10° and 2 rad/s; subgoal noise 0.03.
+fn ur5_hac(levels: usize) -> RunConfig {
+    use std::f32::consts::PI;
+    let reacher = shoal_env::Ur5ReacherConfig::default();
+    let angle = f64::from(reacher.angle_threshold);
+    let algo = HacConfig {
+        subgoal_indices: Some((0..6).collect()),
+        subgoal_low: Some(vec![-PI, -PI, -PI, -4.0, -4.0, -4.0]),
+        subgoal_high: Some(vec![PI, PI, PI, 4.0, 4.0, 4.0]),
+        subgoal_thresholds: Some(vec![angle, angle, angle, 2.0, 2.0, 2.0]),
+        subgoal_noise_eps: Some(0.03),
+        ..paper_hac(levels, reacher.max_episode_steps)
+    };
+    RunConfig {
+        algo: AlgoConfig::Hac(algo),
+        train: paper_train(1_000),
+        ..goal_preset(env("ur5-reacher", &reacher))
+    }
+}
+
+/// The inverted pendulum with the paper's code's settings: subgoals are
+/// the angle and velocity (bounds ±π and ±15 rad/s), reached within 9.5°
+/// and 0.6 rad/s; subgoal noise 0.1, the pendulum code's value.
+fn pendulum_hac(levels: usize) -> RunConfig {
+    use std::f32::consts::PI;
+    let pendulum = shoal_env::InvertedPendulumConfig::default();
+    let algo = HacConfig {
+        subgoal_low: Some(vec![-PI, -15.0]),
+        subgoal_high: Some(vec![PI, 15.0]),
+        subgoal_thresholds: Some(vec![
+            f64::from(pendulum.angle_threshold),
+            f64::from(pendulum.velocity_threshold),
+        ]),
+        subgoal_noise_eps: Some(0.1),
+        ..paper_hac(levels, pendulum.max_episode_steps)
+    };
+    RunConfig {
+        algo: AlgoConfig::Hac(algo),
+        train: paper_train(1_000),
+        ..goal_preset(env("pendulum", &pendulum))
+    }
+}
+
+/// push-far-hac with 3 levels at the paper's H = 10, the top level acting
+/// until the episode's 200 steps end.
+fn push_far_hac3() -> RunConfig {
+    let mut config = push_far_hac();
+    if let AlgoConfig::Hac(hac) = &mut config.algo {
+        hac.levels = 3;
+        hac.horizon = 10;
+        hac.top_level_unlimited = true;
+    }
+    config
+}
+
 fn toy_hac() -> RunConfig {
     let env = shoal_env::PointGoalConfig::default()
         .distance_threshold(0.1)

@@ -7,6 +7,9 @@
 //! * [`ArmPush`] (`arm-push`) and [`BallToNet`] (`ball-to-net`):
 //!   goal-conditioned tasks for a gripper on a table (sparse −1/0 reward),
 //!   built from the shared pieces in [`arm`], for DDPG, HER and HAC.
+//! * [`Ur5Reacher`] (`ur5-reacher`) and [`InvertedPendulum`]
+//!   (`pendulum`): the HAC paper's jointed tasks, torque-driven
+//!   revolute joints on a rapier multibody, with goals in joint space.
 //! * [`PointReach`] and [`PointGoal`]: analytic toy tasks (no physics) that
 //!   learn in seconds, for algorithm tests.
 //! * [`check_env`] and [`check_goal_env`]: a reusable contract checker
@@ -45,17 +48,25 @@
 
 pub mod arm;
 mod ball;
+mod chain;
 mod check;
 mod limits;
+mod pendulum;
 mod push;
 mod toy;
+mod ur5;
 mod worm;
 
 pub use ball::{BallToNet, BallToNetConfig, scripted_strike_action};
 pub use check::{check_env, check_goal_env};
 pub use limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS};
+pub use pendulum::{InvertedPendulum, InvertedPendulumConfig, scripted_swing_up_action};
 pub use push::{ArmPush, ArmPushConfig, scripted_push_action};
 pub use toy::{PointGoal, PointGoalConfig, PointReach, PointReachConfig};
+pub use ur5::{
+    UR5_FOREARM, UR5_SHOULDER_HEIGHT, UR5_UPPER_ARM, Ur5Reacher, Ur5ReacherConfig,
+    scripted_reach_action, ur5_gravity_torques,
+};
 pub use worm::{
     GaitReference, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,
     try_best_travelling_wave,
@@ -71,6 +82,8 @@ pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
             include_str!("ball.rs"),
             include_str!("toy.rs"),
             include_str!("arm/config.rs"),
+            include_str!("ur5.rs"),
+            include_str!("pendulum.rs"),
         ],
         name,
     )

@@ -131,6 +131,7 @@ use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 use shoal_core::{Env, Error, Info, Result, Space, Step, TimeLimit, rng_from_seed};
 
+use crate::chain::wrap_angle;
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
 
 /// Settings of [`Worm`]; see the table in the module docs.
@@ -545,10 +546,6 @@ fn heading(body: &RigidBody) -> (f32, f32) {
     (cos, sin)
 }
 
-fn wrap_angle(angle: f32) -> f32 {
-    use std::f32::consts::PI;
-    (angle + PI).rem_euclid(2.0 * PI) - PI
-}
 
 /// Where each rod starts and how it moves.
 struct StartPose {

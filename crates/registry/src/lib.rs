@@ -71,6 +71,8 @@ from_settings!(
     shoal_env::ArmPush => shoal_env::ArmPushConfig,
     shoal_env::BallToNet => shoal_env::BallToNetConfig,
     shoal_env::PointGoal => shoal_env::PointGoalConfig,
+    shoal_env::Ur5Reacher => shoal_env::Ur5ReacherConfig,
+    shoal_env::InvertedPendulum => shoal_env::InvertedPendulumConfig,
 );
 
 /// How an entry builds its env: a plain env or a goal-conditioned one (which
@@ -267,6 +269,20 @@ impl EnvRegistry {
                 )
                 .python_id("shoal/BallToNet-v0")
                 .scene(arm_scene::<shoal_env::BallToNetConfig>),
+            )
+            .with(
+                EnvEntry::goal::<shoal_env::Ur5Reacher>(
+                    "ur5-reacher",
+                    "a torque-driven 3-joint UR5 arm turns its joints to goal angles (HAC paper)",
+                )
+                .python_id("shoal/UR5Reacher-v0"),
+            )
+            .with(
+                EnvEntry::goal::<shoal_env::InvertedPendulum>(
+                    "pendulum",
+                    "swing a torque-limited pendulum up to a goal angle and speed (HAC paper)",
+                )
+                .python_id("shoal/Pendulum-v0"),
             )
             .with(EnvEntry::plain::<shoal_env::PointReach>(
                 "point-reach",

@@ -1,0 +1,531 @@
+//! `ur5-reacher` ([`Ur5Reacher`]): a UR5-sized arm turns three joints to
+//! goal angles, the jointed task of the HAC paper (Levy et al., 2019).
+//!
+//! * **Description**: a rapier multibody with the UR5's first three joints —
+//!   shoulder pan (about the vertical), shoulder lift and elbow (about the
+//!   horizontal axis the pan turns) — and its link lengths and masses; the
+//!   wrist's three links are a point mass at the forearm's end. Gravity
+//!   pulls the arm down, each joint has viscous damping, and the links have
+//!   no colliders (the task concerns joint angles only). The goal is a set
+//!   of three joint angles, reached when every angle is within
+//!   `angle_threshold` (10°), following the paper's code.
+//! * **Action Space**: `Box(-1, 1, (3,))`: joint torques as fractions of
+//!   `max_torque` (150, 150, 150 N·m, the UR5's limits), held for
+//!   `substeps` (15) physics steps of `physics_dt` (2 ms). Out-of-range
+//!   components are clipped when `clip_actions` (default), else an error;
+//!   non-finite components are always an error.
+//! * **Observation Space**: `Box((12,))` laid out as GoalEnv's
+//!   `[observation | achieved_goal | desired_goal]`: `[pan, lift, elbow
+//!   (rad, wrapped to [−π, π)), their velocities (rad/s, clipped to
+//!   ±max_observed_speed) | the three angles | the goal's three angles]`. At
+//!   zero angles the arm points straight out along x; a negative lift or
+//!   elbow angle raises the link it turns. HAC's subgoals are the first six
+//!   components (angles and velocities), as in the paper.
+//! * **Rewards**: sparse, `0` when every angle is within `angle_threshold`
+//!   of the goal (the difference wrapped to [−π, π)), else `−1`;
+//!   [`GoalEnv::compute_reward`] is that pure function of the two goals.
+//!   `info` holds `"is_success"` (0/1) and `"angle_error"` (the largest
+//!   wrapped difference, rad).
+//! * **Starting State**: at rest, the pan uniform in [−π/8, π/8], the lift
+//!   and elbow at the paper's 0.0032 and −0.128 rad. The goal's pan is
+//!   uniform in [−π, π], its lift in [−π/4, 0] and its elbow in
+//!   [−π/4, π/4], as in the paper.
+//! * **Episode End**: terminated on success when `terminate_on_success`
+//!   (default true); truncated after `max_episode_steps` (600, the paper's).
+//! * **Arguments**: [`Ur5ReacherConfig`].
+//!
+//! [`Ur5Reacher::wrist_position`] gives the forearm's end in the world
+//! (forward kinematics read from the simulation); [`ur5_gravity_torques`]
+//! the torques that hold a pose; [`scripted_reach_action`] a PD controller
+//! with gravity compensation that solves the task.
+//!
+//! # Version History
+//!
+//! * v1: first version.
+//!
+//! ```
+//! use shoal_core::{Env, GoalEnv};
+//! use shoal_env::{Ur5Reacher, Ur5ReacherConfig, scripted_reach_action};
+//!
+//! let config = Ur5ReacherConfig::default();
+//! let mut env = Ur5Reacher::new(config.clone()).unwrap();
+//! let mut obs = env.reset(Some(3));
+//! let mut success = false;
+//! for _ in 0..config.max_episode_steps {
+//!     let step = env.step(&scripted_reach_action(&config, &obs)).unwrap();
+//!     obs = step.obs.clone();
+//!     if step.done() {
+//!         success = step.info.get("is_success") == Some(1.0);
+//!         break;
+//!     }
+//! }
+//! assert!(success, "the PD controller reaches the goal angles");
+//! ```
+
+use std::f32::consts::{FRAC_PI_4, FRAC_PI_8, PI};
+
+use rand::RngExt;
+use rand::rngs::StdRng;
+use rapier3d::prelude::Vector;
+use serde::{Deserialize, Serialize};
+use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+
+use crate::chain::{JointChain, LinkSpec, rod_with_tip, wrap_angle};
+use crate::limits::{MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
+
+/// Height of the shoulder above the base (the UR5's d1), m.
+pub const UR5_SHOULDER_HEIGHT: f32 = 0.089_159;
+/// Upper arm length (the UR5's a2), m.
+pub const UR5_UPPER_ARM: f32 = 0.425;
+/// Forearm length, elbow to wrist (the UR5's a3), m.
+pub const UR5_FOREARM: f32 = 0.392_25;
+const SHOULDER_MASS: f32 = 3.7;
+const UPPER_ARM_MASS: f32 = 8.393;
+const FOREARM_MASS: f32 = 2.275;
+/// The three wrist links, 1.219 kg each, lumped at the forearm's end.
+const WRIST_MASS: f32 = 3.0 * 1.219;
+const GRAVITY: f32 = 9.81;
+
+/// Settings of [`Ur5Reacher`]; the defaults are the paper's task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Ur5ReacherConfig {
+    /// Largest torque of each joint (pan, lift, elbow), N·m. Default [150, 150, 150].
+    pub max_torque: [f32; 3],
+    /// Viscous damping of each joint, N·m·s/rad. Default [20, 30, 10].
+    pub joint_damping: [f32; 3],
+    /// A goal angle is reached within this, rad. Default 10° (0.1745).
+    pub angle_threshold: f32,
+    /// Observed joint velocities are clipped to ±this, rad/s. Default 10.
+    pub max_observed_speed: f32,
+    /// Duration of one physics step, s. Default 0.002.
+    pub physics_dt: f32,
+    /// Physics steps per action. Default 15.
+    pub substeps: usize,
+    /// Actions per episode. Default 600.
+    pub max_episode_steps: usize,
+    /// End the episode when the goal is reached. Default true.
+    pub terminate_on_success: bool,
+    /// Clip out-of-range actions (else they are an error). Default true.
+    pub clip_actions: bool,
+}
+
+impl Default for Ur5ReacherConfig {
+    fn default() -> Self {
+        Ur5ReacherConfig {
+            max_torque: [150.0; 3],
+            joint_damping: [20.0, 30.0, 10.0],
+            angle_threshold: 10f32.to_radians(),
+            max_observed_speed: 10.0,
+            physics_dt: 0.002,
+            substeps: 15,
+            max_episode_steps: 600,
+            terminate_on_success: true,
+            clip_actions: true,
+        }
+    }
+}
+
+impl Ur5ReacherConfig {
+    /// Sets [`Ur5ReacherConfig::max_episode_steps`].
+    #[must_use]
+    pub fn max_episode_steps(mut self, steps: usize) -> Self {
+        self.max_episode_steps = steps;
+        self
+    }
+
+    /// Sets [`Ur5ReacherConfig::terminate_on_success`].
+    #[must_use]
+    pub fn terminate_on_success(mut self, terminate: bool) -> Self {
+        self.terminate_on_success = terminate;
+        self
+    }
+
+    /// Checks every value; the error names the offending key.
+    pub fn validate(&self) -> Result<()> {
+        let positive = |name: &str, value: f32| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::Config(format!(
+                    "ur5-reacher: {name} must be positive and finite, got {value}"
+                )))
+            }
+        };
+        for torque in self.max_torque {
+            positive("max_torque", torque)?;
+        }
+        for damping in self.joint_damping {
+            if !(damping.is_finite() && damping >= 0.0) {
+                return Err(Error::Config(format!(
+                    "ur5-reacher: joint_damping must be finite and non-negative, got {damping}"
+                )));
+            }
+        }
+        positive("angle_threshold", self.angle_threshold)?;
+        positive("max_observed_speed", self.max_observed_speed)?;
+        positive("physics_dt", self.physics_dt)?;
+        check_count("ur5-reacher: substeps", self.substeps, 1, MAX_SUBSTEPS)?;
+        check_count(
+            "ur5-reacher: max_episode_steps",
+            self.max_episode_steps,
+            1,
+            MAX_EPISODE_STEPS,
+        )
+    }
+
+    fn links(&self) -> [LinkSpec; 3] {
+        let shoulder = Vector::new(0.0, 0.0, UR5_SHOULDER_HEIGHT);
+        let (upper_mass, upper_com, upper_inertia) = rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
+        let (fore_mass, fore_com, fore_inertia) = rod_with_tip(FOREARM_MASS, UR5_FOREARM, WRIST_MASS);
+        [
+            LinkSpec {
+                axis: Vector::Z,
+                joint: shoulder,
+                mass: SHOULDER_MASS,
+                com: Vector::ZERO,
+                inertia: Vector::new(0.0102, 0.0102, 0.0067),
+            },
+            LinkSpec {
+                axis: Vector::Y,
+                joint: shoulder,
+                mass: upper_mass,
+                com: Vector::new(upper_com, 0.0, 0.0),
+                inertia: upper_inertia,
+            },
+            LinkSpec {
+                axis: Vector::Y,
+                joint: shoulder + Vector::new(UR5_UPPER_ARM, 0.0, 0.0),
+                mass: fore_mass,
+                com: Vector::new(fore_com, 0.0, 0.0),
+                inertia: fore_inertia,
+            },
+        ]
+    }
+}
+
+/// The torques (pan, lift, elbow; N·m) that hold the arm still at `angles`
+/// against gravity, from the link masses by hand (no simulation).
+pub fn ur5_gravity_torques(angles: &[f32]) -> [f32; 3] {
+    let (_, upper_com, _) = rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
+    let (fore_mass, fore_com, _) = rod_with_tip(FOREARM_MASS, UR5_FOREARM, WRIST_MASS);
+    let (upper, fore) = (angles[1], angles[1] + angles[2]);
+    // Gravity turns a link toward positive angles (down) with m·g·c·cos;
+    // holding it takes the opposite torque.
+    let elbow = GRAVITY * fore_mass * fore_com * fore.cos();
+    let lift = GRAVITY * (UPPER_ARM_MASS * upper_com + fore_mass * UR5_UPPER_ARM) * upper.cos() + elbow;
+    [0.0, -lift, -elbow]
+}
+
+/// A PD controller with gravity compensation toward the goal angles of
+/// `obs`: the scripted solution of `ur5-reacher`, in `[-1, 1]` action units.
+pub fn scripted_reach_action(config: &Ur5ReacherConfig, obs: &[f32]) -> Vec<f32> {
+    // Gains low enough for a controller that acts every 30 ms: stiffer
+    // ones make the velocities chatter from one action to the next.
+    const STIFFNESS: [f32; 3] = [150.0, 300.0, 100.0];
+    const DAMPING: [f32; 3] = [10.0, 30.0, 8.0];
+    let hold = ur5_gravity_torques(&obs[..3]);
+    (0..3)
+        .map(|j| {
+            let error = wrap_angle(obs[9 + j] - obs[j]);
+            let torque = STIFFNESS[j] * error - DAMPING[j] * obs[3 + j] + hold[j];
+            (torque / config.max_torque[j]).clamp(-1.0, 1.0)
+        })
+        .collect()
+}
+
+/// The UR5 reacher, `ur5-reacher`; see the module docs.
+pub struct Ur5Reacher {
+    cfg: Ur5ReacherConfig,
+    chain: JointChain,
+    goal: [f32; 3],
+    observation_space: Space,
+    action_space: Space,
+    rng: StdRng,
+    limit: TimeLimit,
+}
+
+impl std::fmt::Debug for Ur5Reacher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ur5Reacher")
+            .field("cfg", &self.cfg)
+            .field("goal", &self.goal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ur5Reacher {
+    /// A reacher with the given settings (validated). Call [`Env::reset`] before stepping.
+    pub fn new(cfg: Ur5ReacherConfig) -> Result<Self> {
+        cfg.validate()?;
+        let v = cfg.max_observed_speed;
+        let (angles_low, angles_high) = ([-PI; 3], [PI; 3]);
+        let observation_space = Space::new(
+            [&angles_low[..], &[-v; 3], &angles_low, &angles_low].concat(),
+            [&angles_high[..], &[v; 3], &angles_high, &angles_high].concat(),
+        );
+        let chain = Self::chain(&cfg, &[0.0; 3], &[0.0; 3]);
+        Ok(Ur5Reacher {
+            observation_space,
+            action_space: Space::uniform(3, -1.0, 1.0),
+            chain,
+            goal: [0.0; 3],
+            rng: rng_from_seed(0),
+            limit: TimeLimit::new(cfg.max_episode_steps),
+            cfg,
+        })
+    }
+
+    fn chain(cfg: &Ur5ReacherConfig, angles: &[f32], velocities: &[f32]) -> JointChain {
+        JointChain::new(
+            &cfg.links(),
+            Vector::new(0.0, 0.0, -GRAVITY),
+            cfg.physics_dt,
+            &cfg.joint_damping,
+            angles,
+            velocities,
+        )
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Ur5ReacherConfig {
+        &self.cfg
+    }
+
+    /// Puts the arm at `angles` (rad) with `velocities` (rad/s) and the goal
+    /// at `goal`, keeping the episode's step count: for tests and renders.
+    pub fn set_state(&mut self, angles: [f32; 3], velocities: [f32; 3], goal: [f32; 3]) {
+        self.chain = Self::chain(&self.cfg, &angles, &velocities);
+        self.goal = goal;
+    }
+
+    /// Where the forearm ends (the wrist), in the world, m.
+    pub fn wrist_position(&self) -> [f32; 3] {
+        let p = self.chain.point_on_link(2, Vector::new(UR5_FOREARM, 0.0, 0.0));
+        [p.x, p.y, p.z]
+    }
+
+    /// The elbow joint's position in the world, m.
+    pub fn elbow_position(&self) -> [f32; 3] {
+        let p = self.chain.point_on_link(2, Vector::ZERO);
+        [p.x, p.y, p.z]
+    }
+
+    /// The current observation.
+    pub fn observe(&self) -> Vec<f32> {
+        let angles: Vec<f32> = self.chain.angles().into_iter().map(wrap_angle).collect();
+        let v = self.cfg.max_observed_speed;
+        let velocities = self.chain.velocities().into_iter().map(|w| w.clamp(-v, v));
+        let mut obs = Vec::with_capacity(12);
+        obs.extend_from_slice(&angles);
+        obs.extend(velocities);
+        obs.extend_from_slice(&angles);
+        obs.extend_from_slice(&self.goal);
+        obs
+    }
+
+    fn angle_error(achieved: &[f32], desired: &[f32]) -> f32 {
+        achieved
+            .iter()
+            .zip(desired)
+            .map(|(a, d)| wrap_angle(a - d).abs())
+            .fold(0.0, f32::max)
+    }
+}
+
+impl Env for Ur5Reacher {
+    fn observation_space(&self) -> &Space {
+        &self.observation_space
+    }
+
+    fn action_space(&self) -> &Space {
+        &self.action_space
+    }
+
+    fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
+        if let Some(seed) = seed {
+            self.rng = rng_from_seed(seed);
+        }
+        let pan = self.rng.random_range(-FRAC_PI_8..=FRAC_PI_8);
+        self.goal = [
+            self.rng.random_range(-PI..PI),
+            self.rng.random_range(-FRAC_PI_4..=0.0),
+            self.rng.random_range(-FRAC_PI_4..=FRAC_PI_4),
+        ];
+        self.chain = Self::chain(&self.cfg, &[pan, 0.003_227_6, -0.127_944_5], &[0.0; 3]);
+        self.limit.start();
+        self.observe()
+    }
+
+    fn step(&mut self, action: &[f32]) -> Result<Step> {
+        self.limit.check()?;
+        let action = self.action_space.validate(action, self.cfg.clip_actions)?;
+        let torques: Vec<f32> = action
+            .iter()
+            .zip(self.cfg.max_torque)
+            .map(|(a, max)| a * max)
+            .collect();
+        for _ in 0..self.cfg.substeps {
+            self.chain.step(&torques);
+        }
+        let obs = self.observe();
+        let (achieved, desired) = (&obs[6..9], &obs[9..12]);
+        let success = self.is_success(achieved, desired);
+        let reward = self.compute_reward(achieved, desired);
+        let error = Self::angle_error(achieved, desired);
+        Ok(self.limit.finish(Step {
+            terminated: success && self.cfg.terminate_on_success,
+            truncated: false,
+            reward,
+            info: Info::new()
+                .with("is_success", if success { 1.0 } else { 0.0 })
+                .with("angle_error", error as f64),
+            obs,
+        }))
+    }
+}
+
+impl GoalEnv for Ur5Reacher {
+    fn goal_dim(&self) -> usize {
+        3
+    }
+
+    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        if self.is_success(achieved, desired) {
+            0.0
+        } else {
+            -1.0
+        }
+    }
+
+    fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        Self::angle_error(achieved, desired) <= self.cfg.angle_threshold
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::check_goal_env;
+
+    fn assert_near(got: [f32; 3], want: [f32; 3], what: &str) {
+        let far = got.iter().zip(want).any(|(g, w)| (g - w).abs() > 1e-4);
+        assert!(!far, "{what}: got {got:?}, want {want:?}");
+    }
+
+    #[test]
+    fn the_simulated_wrist_is_where_forward_kinematics_puts_it() {
+        let mut env = Ur5Reacher::new(Ur5ReacherConfig::default()).unwrap();
+        env.reset(Some(0));
+        let (h, a, f) = (0.089_159, 0.425, 0.392_25);
+        // (pan, lift, elbow) → wrist, computed by hand.
+        for (angles, wrist) in [
+            ([0.0, 0.0, 0.0], [a + f, 0.0, h]),
+            // Panned a quarter turn: the arm points along y.
+            ([PI / 2.0, 0.0, 0.0], [0.0, a + f, h]),
+            // Lifted a quarter turn: straight up.
+            ([0.0, -PI / 2.0, 0.0], [0.0, 0.0, h + a + f]),
+            // Elbow bent a quarter turn: the forearm hangs down.
+            ([0.0, 0.0, PI / 2.0], [a, 0.0, h - f]),
+            // Pan −30°, lift −45°, elbow +45°: upper arm up at 45°, forearm level.
+            (
+                [-PI / 6.0, -PI / 4.0, PI / 4.0],
+                [
+                    (a * 0.707_106_8 + f) * 0.866_025_4,
+                    -(a * 0.707_106_8 + f) * 0.5,
+                    h + a * 0.707_106_8,
+                ],
+            ),
+        ] {
+            env.set_state(angles, [0.0; 3], [0.0; 3]);
+            assert_near(env.wrist_position(), wrist, &format!("{angles:?}"));
+            let obs = env.observe();
+            let read: Vec<f32> = obs[..3].to_vec();
+            assert_near([read[0], read[1], read[2]], angles, "angles read back");
+        }
+    }
+
+    #[test]
+    fn gravity_compensation_holds_a_pose_and_its_absence_does_not() {
+        let cfg = Ur5ReacherConfig::default();
+        let mut env = Ur5Reacher::new(cfg.clone()).unwrap();
+        env.reset(Some(0));
+        let pose = [0.3, -0.5, 0.6];
+        let hold: Vec<f32> = ur5_gravity_torques(&pose)
+            .iter()
+            .zip(cfg.max_torque)
+            .map(|(t, max)| t / max)
+            .collect();
+        env.set_state(pose, [0.0; 3], [3.0, 0.0, 0.0]);
+        for _ in 0..20 {
+            env.step(&hold).unwrap();
+        }
+        let drift = Ur5Reacher::angle_error(&env.observe()[..3], &pose);
+        assert!(drift < 0.01, "held pose drifted by {drift} rad");
+        env.set_state(pose, [0.0; 3], [3.0, 0.0, 0.0]);
+        for _ in 0..20 {
+            env.step(&[0.0; 3]).unwrap();
+        }
+        let obs = env.observe();
+        assert!(obs[1] > pose[1] + 0.1, "without torque the arm falls: {obs:?}");
+    }
+
+    #[test]
+    fn the_pd_controller_solves_every_seed_tried() {
+        let cfg = Ur5ReacherConfig::default();
+        let mut env = Ur5Reacher::new(cfg.clone()).unwrap();
+        for seed in 0..10 {
+            let mut obs = env.reset(Some(seed));
+            let mut steps = 0;
+            loop {
+                let step = env.step(&scripted_reach_action(&cfg, &obs)).unwrap();
+                obs = step.obs.clone();
+                steps += 1;
+                if step.done() {
+                    assert_eq!(step.info.get("is_success"), Some(1.0), "seed {seed}");
+                    assert!(step.terminated);
+                    break;
+                }
+            }
+            assert!(steps < 150, "seed {seed} took {steps} steps");
+        }
+    }
+
+    #[test]
+    fn idle_arm_fails_and_seeds_repeat_bit_for_bit() {
+        let mut env = Ur5Reacher::new(Ur5ReacherConfig::default().max_episode_steps(30)).unwrap();
+        let run = |env: &mut Ur5Reacher, seed| {
+            let mut all = env.reset(Some(seed));
+            loop {
+                let step = env.step(&[0.3, -0.2, 0.1]).unwrap();
+                all.extend(&step.obs);
+                if step.done() {
+                    assert!(step.truncated);
+                    return all;
+                }
+            }
+        };
+        let first = run(&mut env, 5);
+        run(&mut env, 6);
+        assert_eq!(first, run(&mut env, 5));
+    }
+
+    #[test]
+    fn passes_the_goal_env_checker_and_rejects_bad_settings() {
+        check_goal_env(|| {
+            Ur5Reacher::new(Ur5ReacherConfig::default().max_episode_steps(40)).unwrap()
+        })
+        .unwrap();
+        let bad = Ur5ReacherConfig {
+            max_torque: [150.0, -1.0, 150.0],
+            ..Ur5ReacherConfig::default()
+        };
+        let message = Ur5Reacher::new(bad).unwrap_err().to_string();
+        assert!(message.contains("max_torque"), "{message}");
+        let bad = Ur5ReacherConfig {
+            substeps: 0,
+            ..Ur5ReacherConfig::default()
+        };
+        assert!(Ur5Reacher::new(bad).unwrap_err().to_string().contains("substeps"));
+    }
+}
