@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use shoal_core::{Env, Error, Learner, Policy, Result};
 use shoal_env::arm::ArmObs;
-use shoal_eval::{ArmFrameInput, WormFrameInput, compare_runs, render_arm, render_worm};
+use shoal_eval::{
+    ArmFrameInput, ChainTask, RenderOptions, WormFrameInput, compare_runs, render_arm, render_chain,
+    render_worm,
+};
 
 use crate::config::{AlgoConfig, RunConfig};
 use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
@@ -49,6 +52,26 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
                 .collect::<Result<Vec<_>>>()?;
             render_arm(&layout, &frames, &out)?
         }
+        (Scene::Chain(task), AlgoConfig::Hac(_)) => {
+            let mut hac = make_hac(&cfg, 0, 1.0)?;
+            hac.load_state(&state)?;
+            let frames = hac
+                .watch(episodes, seed)?
+                .iter()
+                .map(|f| task.frame(f.episode, &f.observation, &f.subgoals))
+                .collect::<Result<Vec<_>>>()?;
+            render_chain(&frames, task.top_view(), &out, &chain_options(&task))?
+        }
+        (Scene::Chain(task), _) => {
+            let policy = frozen_policy(&cfg, &state)?;
+            let mut env = make_goal_env(&cfg)?;
+            let mut frames = Vec::new();
+            rollout(&mut env, policy.as_ref(), episodes, seed, |_, obs, episode| {
+                frames.push(task.frame(episode, obs, &[])?);
+                Ok(())
+            })?;
+            render_chain(&frames, task.top_view(), &out, &chain_options(&task))?
+        }
         (Scene::Worm(worm), _) => {
             let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::Worm::new(worm)?;
@@ -74,6 +97,14 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
     };
     println!("{}\n{}", gif.display(), png.display());
     Ok(())
+}
+
+/// The default render settings, titled for the jointed task.
+fn chain_options(task: &ChainTask) -> RenderOptions {
+    RenderOptions {
+        title: Some(task.title().into()),
+        ..RenderOptions::default()
+    }
 }
 
 /// The checkpointed agent's policy, frozen.

@@ -178,7 +178,7 @@ impl JointChain {
 }
 
 /// `angle` wrapped into `[−π, π)`.
-pub(crate) fn wrap_angle(angle: f32) -> f32 {
+pub fn wrap_angle(angle: f32) -> f32 {
     use std::f32::consts::PI;
     (angle + PI).rem_euclid(2.0 * PI) - PI
 }

@@ -58,6 +58,7 @@ mod ur5;
 mod worm;
 
 pub use ball::{BallToNet, BallToNetConfig, scripted_strike_action};
+pub use chain::wrap_angle;
 pub use check::{check_env, check_goal_env};
 pub use limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS};
 pub use pendulum::{InvertedPendulum, InvertedPendulumConfig, scripted_swing_up_action};
@@ -65,7 +66,7 @@ pub use push::{ArmPush, ArmPushConfig, scripted_push_action};
 pub use toy::{PointGoal, PointGoalConfig, PointReach, PointReachConfig};
 pub use ur5::{
     UR5_FOREARM, UR5_SHOULDER_HEIGHT, UR5_UPPER_ARM, Ur5Reacher, Ur5ReacherConfig,
-    scripted_reach_action, ur5_gravity_torques,
+    scripted_reach_action, ur5_gravity_torques, ur5_joint_points,
 };
 pub use worm::{
     GaitReference, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,

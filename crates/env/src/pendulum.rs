@@ -8,8 +8,8 @@
 //!   (4.9 N·m), so the pendulum must swing up. The goal is an angle and an
 //!   angular velocity; the angle 0 is upright.
 //! * **Action Space**: `Box(-1, 1, (1,))`: the hinge torque as a fraction of
-//!   `max_torque`, held for `substeps` (10) physics steps of `physics_dt`
-//!   (2 ms). Out-of-range actions are clipped when `clip_actions` (default),
+//!   `max_torque`, held for `control_dt` (20 ms, in `substeps` = 10 physics
+//!   steps). Out-of-range actions are clipped when `clip_actions` (default),
 //!   else an error; non-finite ones are always an error.
 //! * **Observation Space**: `Box((7,))` laid out as GoalEnv's
 //!   `[observation | achieved_goal | desired_goal]`: `[cos θ, sin θ, θ̇ |
@@ -77,9 +77,9 @@ pub struct InvertedPendulumConfig {
     pub angle_threshold: f32,
     /// The goal velocity is reached within this, rad/s. Default 0.6.
     pub velocity_threshold: f32,
-    /// Duration of one physics step, s. Default 0.002.
-    pub physics_dt: f32,
-    /// Physics steps per action. Default 10.
+    /// Duration of one action, s. Default 0.02.
+    pub control_dt: f32,
+    /// Physics steps per action (each `control_dt / substeps` long). Default 10.
     pub substeps: usize,
     /// Actions per episode. Default 1000.
     pub max_episode_steps: usize,
@@ -98,7 +98,7 @@ impl Default for InvertedPendulumConfig {
             damping: 0.1,
             angle_threshold: 9.5f32.to_radians(),
             velocity_threshold: 0.6,
-            physics_dt: 0.002,
+            control_dt: 0.02,
             substeps: 10,
             max_episode_steps: 1000,
             terminate_on_success: true,
@@ -123,7 +123,7 @@ impl InvertedPendulumConfig {
             ("max_torque", self.max_torque),
             ("angle_threshold", self.angle_threshold),
             ("velocity_threshold", self.velocity_threshold),
-            ("physics_dt", self.physics_dt),
+            ("control_dt", self.control_dt),
         ] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(Error::Config(format!(
@@ -219,7 +219,7 @@ impl InvertedPendulum {
         JointChain::new(
             &[pole],
             Vector::new(0.0, 0.0, -GRAVITY),
-            cfg.physics_dt,
+            cfg.control_dt / cfg.substeps as f32,
             &[cfg.damping],
             &[angle],
             &[speed],
@@ -343,7 +343,7 @@ mod tests {
         let mut env = InvertedPendulum::new(cfg.clone()).unwrap();
         env.reset(Some(0));
         env.set_state(PI - 0.1, 0.0, [0.0; 2]);
-        let control_dt = cfg.physics_dt * cfg.substeps as f32;
+        let control_dt = cfg.control_dt;
         let half_period = PI * (cfg.length / GRAVITY).sqrt();
         let steps = (half_period / control_dt).round() as usize;
         for _ in 0..steps {

@@ -11,7 +11,7 @@
 //!   `angle_threshold` (10°), following the paper's code.
 //! * **Action Space**: `Box(-1, 1, (3,))`: joint torques as fractions of
 //!   `max_torque` (150, 150, 150 N·m, the UR5's limits), held for
-//!   `substeps` (15) physics steps of `physics_dt` (2 ms). Out-of-range
+//!   `control_dt` (30 ms, in `substeps` = 15 physics steps). Out-of-range
 //!   components are clipped when `clip_actions` (default), else an error;
 //!   non-finite components are always an error.
 //! * **Observation Space**: `Box((12,))` laid out as GoalEnv's
@@ -98,9 +98,9 @@ pub struct Ur5ReacherConfig {
     pub angle_threshold: f32,
     /// Observed joint velocities are clipped to ±this, rad/s. Default 10.
     pub max_observed_speed: f32,
-    /// Duration of one physics step, s. Default 0.002.
-    pub physics_dt: f32,
-    /// Physics steps per action. Default 15.
+    /// Duration of one action, s. Default 0.03.
+    pub control_dt: f32,
+    /// Physics steps per action (each `control_dt / substeps` long). Default 15.
     pub substeps: usize,
     /// Actions per episode. Default 600.
     pub max_episode_steps: usize,
@@ -117,7 +117,7 @@ impl Default for Ur5ReacherConfig {
             joint_damping: [20.0, 30.0, 10.0],
             angle_threshold: 10f32.to_radians(),
             max_observed_speed: 10.0,
-            physics_dt: 0.002,
+            control_dt: 0.03,
             substeps: 15,
             max_episode_steps: 600,
             terminate_on_success: true,
@@ -164,7 +164,7 @@ impl Ur5ReacherConfig {
         }
         positive("angle_threshold", self.angle_threshold)?;
         positive("max_observed_speed", self.max_observed_speed)?;
-        positive("physics_dt", self.physics_dt)?;
+        positive("control_dt", self.control_dt)?;
         check_count("ur5-reacher: substeps", self.substeps, 1, MAX_SUBSTEPS)?;
         check_count(
             "ur5-reacher: max_episode_steps",
@@ -215,6 +215,26 @@ pub fn ur5_gravity_torques(angles: &[f32]) -> [f32; 3] {
     let elbow = GRAVITY * fore_mass * fore_com * fore.cos();
     let lift = GRAVITY * (UPPER_ARM_MASS * upper_com + fore_mass * UR5_UPPER_ARM) * upper.cos() + elbow;
     [0.0, -lift, -elbow]
+}
+
+/// The base, shoulder, elbow and wrist of the arm at `angles` (pan, lift,
+/// elbow), in the world, m: forward kinematics by hand.
+pub fn ur5_joint_points(angles: &[f32]) -> [[f32; 3]; 4] {
+    let (pan, upper, fore) = (angles[0], angles[1], angles[1] + angles[2]);
+    let (sin_pan, cos_pan) = pan.sin_cos();
+    let h = UR5_SHOULDER_HEIGHT;
+    // Reach from the vertical axis and height of the elbow and the wrist.
+    let (elbow_r, elbow_z) = (UR5_UPPER_ARM * upper.cos(), h - UR5_UPPER_ARM * upper.sin());
+    let (wrist_r, wrist_z) = (
+        elbow_r + UR5_FOREARM * fore.cos(),
+        elbow_z - UR5_FOREARM * fore.sin(),
+    );
+    [
+        [0.0, 0.0, 0.0],
+        [0.0, 0.0, h],
+        [elbow_r * cos_pan, elbow_r * sin_pan, elbow_z],
+        [wrist_r * cos_pan, wrist_r * sin_pan, wrist_z],
+    ]
 }
 
 /// A PD controller with gravity compensation toward the goal angles of
@@ -280,7 +300,7 @@ impl Ur5Reacher {
         JointChain::new(
             &cfg.links(),
             Vector::new(0.0, 0.0, -GRAVITY),
-            cfg.physics_dt,
+            cfg.control_dt / cfg.substeps as f32,
             &cfg.joint_damping,
             angles,
             velocities,
@@ -439,6 +459,8 @@ mod tests {
         ] {
             env.set_state(angles, [0.0; 3], [0.0; 3]);
             assert_near(env.wrist_position(), wrist, &format!("{angles:?}"));
+            assert_near(ur5_joint_points(&angles)[3], wrist, "analytic wrist");
+            assert_near(ur5_joint_points(&angles)[2], env.elbow_position(), "elbow");
             let obs = env.observe();
             let read: Vec<f32> = obs[..3].to_vec();
             assert_near([read[0], read[1], read[2]], angles, "angles read back");

@@ -116,8 +116,10 @@ pub use plot::{
     PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH, RETURN_VS_EPISODE_FILE, RETURN_VS_WALL_FILE,
     ScalingCurves, ScalingPoint, plot_runs, plot_scaling,
 };
+#[cfg(feature = "env")]
+pub use render::ChainTask;
 pub use render::{
-    ArmFrameInput, ArmLayout, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, RgbImage,
+    ArmFrameInput, ArmLayout, ChainFrameInput, chain_scene, render_chain, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, RgbImage,
     Scene, Shape, Trail, View, WormFrameInput, arm_scene, draw_frame, render_arm, render_arm_with,
     render_gif, render_worm, render_worm_with, worm_scene,
 };

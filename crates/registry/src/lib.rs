@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shoal_core::docs::FieldDoc;
 use shoal_core::{Env, Error, GoalEnv, Result};
-use shoal_eval::{ArmLayout, Reference};
+use shoal_eval::{ArmLayout, ChainTask, Reference};
 
 /// An env that can be built from settings: what an entry needs of it.
 pub trait FromSettings: Sized + 'static {
@@ -93,6 +93,8 @@ pub enum Scene {
     /// A table seen from above with the gripper, the object and the goal
     /// (and a HAC agent's subgoals).
     Arm(ArmLayout),
+    /// A jointed task's links with the goal pose (and a HAC agent's subgoal poses).
+    Chain(ChainTask),
 }
 
 /// One env of the registry.
@@ -275,14 +277,22 @@ impl EnvRegistry {
                     "ur5-reacher",
                     "a torque-driven 3-joint UR5 arm turns its joints to goal angles (HAC paper)",
                 )
-                .python_id("shoal/UR5Reacher-v0"),
+                .python_id("shoal/UR5Reacher-v0")
+                .scene(|table| {
+                    let reacher: shoal_env::Ur5ReacherConfig = settings_of(table)?;
+                    Ok(Scene::Chain((&reacher).into()))
+                }),
             )
             .with(
                 EnvEntry::goal::<shoal_env::InvertedPendulum>(
                     "pendulum",
                     "swing a torque-limited pendulum up to a goal angle and speed (HAC paper)",
                 )
-                .python_id("shoal/Pendulum-v0"),
+                .python_id("shoal/Pendulum-v0")
+                .scene(|table| {
+                    let pendulum: shoal_env::InvertedPendulumConfig = settings_of(table)?;
+                    Ok(Scene::Chain((&pendulum).into()))
+                }),
             )
             .with(EnvEntry::plain::<shoal_env::PointReach>(
                 "point-reach",
@@ -428,7 +438,7 @@ mod tests {
         let env = EnvConfig::new(kind, settings).unwrap();
         match (envs.get(kind).unwrap().scene.unwrap())(&env.settings).unwrap() {
             Scene::Arm(layout) => layout,
-            Scene::Worm(_) => panic!("{kind} is an arm task"),
+            _ => panic!("{kind} is an arm task"),
         }
     }
 

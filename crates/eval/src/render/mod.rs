@@ -7,6 +7,7 @@
 //! state with numbers and never touch drawing code. [`worm_scene`] and
 //! [`arm_scene`] build those for shoal's tasks from per-step positions.
 
+mod chain;
 mod encode;
 mod raster;
 mod scene;
@@ -16,6 +17,9 @@ use std::path::{Path, PathBuf};
 
 use shoal_core::{Error, Result};
 
+#[cfg(feature = "env")]
+pub use chain::ChainTask;
+pub use chain::{ChainFrameInput, chain_scene, render_chain};
 pub use scene::{Bounds, Frame, FrameView, Rgb, Scene, Shape, Trail, View};
 pub use tasks::{
     ArmFrameInput, ArmLayout, ArmObject, RenderOptions, WormFrameInput, arm_scene, render_arm,

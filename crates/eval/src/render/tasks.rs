@@ -438,7 +438,7 @@ pub struct ArmFrameInput {
 }
 
 /// `episode e/E   ` before a caption when a render holds several episodes.
-fn episode_caption(episode: usize, episodes: usize) -> String {
+pub(super) fn episode_caption(episode: usize, episodes: usize) -> String {
     if episodes > 1 {
         format!("episode {}/{episodes}   ", episode + 1)
     } else {
