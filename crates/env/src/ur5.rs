@@ -425,6 +425,8 @@ impl GoalEnv for Ur5Reacher {
 
 #[cfg(test)]
 mod tests {
+    use std::f32::consts::FRAC_1_SQRT_2;
+
     use super::*;
     use crate::check::check_goal_env;
 
@@ -451,9 +453,9 @@ mod tests {
             (
                 [-PI / 6.0, -PI / 4.0, PI / 4.0],
                 [
-                    (a * 0.707_106_8 + f) * 0.866_025_4,
-                    -(a * 0.707_106_8 + f) * 0.5,
-                    h + a * 0.707_106_8,
+                    (a * FRAC_1_SQRT_2 + f) * 0.866_025_4,
+                    -(a * FRAC_1_SQRT_2 + f) * 0.5,
+                    h + a * FRAC_1_SQRT_2,
                 ],
             ),
         ] {
