@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use shoal_core::{Env, Error, Learner, Policy, Result};
 use shoal_env::arm::ArmObs;
 use shoal_eval::{
-    ArmFrameInput, ChainTask, RenderOptions, WormFrameInput, compare_runs, render_arm, render_chain,
-    render_worm,
+    ArmFrameInput, ChainTask, RenderOptions, WormFrameInput, compare_runs, render_arm,
+    render_chain, render_worm,
 };
 
 use crate::config::{AlgoConfig, RunConfig};
@@ -66,10 +66,16 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             let policy = frozen_policy(&cfg, &state)?;
             let mut env = make_goal_env(&cfg)?;
             let mut frames = Vec::new();
-            rollout(&mut env, policy.as_ref(), episodes, seed, |_, obs, episode| {
-                frames.push(task.frame(episode, obs, &[])?);
-                Ok(())
-            })?;
+            rollout(
+                &mut env,
+                policy.as_ref(),
+                episodes,
+                seed,
+                |_, obs, episode| {
+                    frames.push(task.frame(episode, obs, &[])?);
+                    Ok(())
+                },
+            )?;
             render_chain(&frames, task.top_view(), &out, &chain_options(&task))?
         }
         (Scene::Worm(worm), _) => {

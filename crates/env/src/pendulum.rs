@@ -160,7 +160,11 @@ pub fn scripted_swing_up_action(config: &InvertedPendulumConfig, obs: &[f32]) ->
         // Energy relative to resting upright; push along the swing while short of it.
         let energy = 0.5 * inertia * speed * speed
             + config.mass * GRAVITY * config.length * (angle.cos() - 1.0);
-        let push = if speed.abs() < 1e-3 { 1.0 } else { speed.signum() };
+        let push = if speed.abs() < 1e-3 {
+            1.0
+        } else {
+            speed.signum()
+        };
         -10.0 * energy * push
     };
     vec![(torque / config.max_torque).clamp(-1.0, 1.0)]
@@ -351,7 +355,10 @@ mod tests {
         }
         let angle = env.observe()[3];
         // The ball's 5 cm sphere adds 0.4 % to the period.
-        assert!((wrap_angle(angle - (-PI + 0.1))).abs() < 0.02, "angle {angle}");
+        assert!(
+            (wrap_angle(angle - (-PI + 0.1))).abs() < 0.02,
+            "angle {angle}"
+        );
         // Upright: the ball above the hinge; a quarter turn: beside it.
         env.set_state(0.0, 0.0, [0.0; 2]);
         let [x, z] = env.ball_position();

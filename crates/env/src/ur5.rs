@@ -176,8 +176,10 @@ impl Ur5ReacherConfig {
 
     fn links(&self) -> [LinkSpec; 3] {
         let shoulder = Vector::new(0.0, 0.0, UR5_SHOULDER_HEIGHT);
-        let (upper_mass, upper_com, upper_inertia) = rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
-        let (fore_mass, fore_com, fore_inertia) = rod_with_tip(FOREARM_MASS, UR5_FOREARM, WRIST_MASS);
+        let (upper_mass, upper_com, upper_inertia) =
+            rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
+        let (fore_mass, fore_com, fore_inertia) =
+            rod_with_tip(FOREARM_MASS, UR5_FOREARM, WRIST_MASS);
         [
             LinkSpec {
                 axis: Vector::Z,
@@ -213,7 +215,8 @@ pub fn ur5_gravity_torques(angles: &[f32]) -> [f32; 3] {
     // Gravity turns a link toward positive angles (down) with m·g·c·cos;
     // holding it takes the opposite torque.
     let elbow = GRAVITY * fore_mass * fore_com * fore.cos();
-    let lift = GRAVITY * (UPPER_ARM_MASS * upper_com + fore_mass * UR5_UPPER_ARM) * upper.cos() + elbow;
+    let lift =
+        GRAVITY * (UPPER_ARM_MASS * upper_com + fore_mass * UR5_UPPER_ARM) * upper.cos() + elbow;
     [0.0, -lift, -elbow]
 }
 
@@ -321,7 +324,9 @@ impl Ur5Reacher {
 
     /// Where the forearm ends (the wrist), in the world, m.
     pub fn wrist_position(&self) -> [f32; 3] {
-        let p = self.chain.point_on_link(2, Vector::new(UR5_FOREARM, 0.0, 0.0));
+        let p = self
+            .chain
+            .point_on_link(2, Vector::new(UR5_FOREARM, 0.0, 0.0));
         [p.x, p.y, p.z]
     }
 
@@ -491,7 +496,10 @@ mod tests {
             env.step(&[0.0; 3]).unwrap();
         }
         let obs = env.observe();
-        assert!(obs[1] > pose[1] + 0.1, "without torque the arm falls: {obs:?}");
+        assert!(
+            obs[1] > pose[1] + 0.1,
+            "without torque the arm falls: {obs:?}"
+        );
     }
 
     #[test]
@@ -550,6 +558,11 @@ mod tests {
             substeps: 0,
             ..Ur5ReacherConfig::default()
         };
-        assert!(Ur5Reacher::new(bad).unwrap_err().to_string().contains("substeps"));
+        assert!(
+            Ur5Reacher::new(bad)
+                .unwrap_err()
+                .to_string()
+                .contains("substeps")
+        );
     }
 }

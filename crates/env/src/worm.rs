@@ -546,7 +546,6 @@ fn heading(body: &RigidBody) -> (f32, f32) {
     (cos, sin)
 }
 
-
 /// Where each rod starts and how it moves.
 struct StartPose {
     links: Vec<LinkState>,

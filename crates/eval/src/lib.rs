@@ -119,9 +119,10 @@ pub use plot::{
 #[cfg(feature = "env")]
 pub use render::ChainTask;
 pub use render::{
-    ArmFrameInput, ArmLayout, ChainFrameInput, chain_scene, render_chain, ArmObject, Bounds, Frame, FrameView, RenderOptions, Rgb, RgbImage,
-    Scene, Shape, Trail, View, WormFrameInput, arm_scene, draw_frame, render_arm, render_arm_with,
-    render_gif, render_worm, render_worm_with, worm_scene,
+    ArmFrameInput, ArmLayout, ArmObject, Bounds, ChainFrameInput, Frame, FrameView, RenderOptions,
+    Rgb, RgbImage, Scene, Shape, Trail, View, WormFrameInput, arm_scene, chain_scene, draw_frame,
+    render_arm, render_arm_with, render_chain, render_gif, render_worm, render_worm_with,
+    worm_scene,
 };
 pub use run_dir::{CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, PLOTS_DIR, RunDir, SUMMARY_FILE};
 pub use summary::{Reference, Summary, Target, TargetReached};

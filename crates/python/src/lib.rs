@@ -1,4 +1,5 @@
-//! `shoal_envs._core`: shoal's worm, arm-push and ball-to-net environments as Python classes.
+//! `shoal_envs._core`: shoal's environments (worm, arm push, ball to net, UR5 reacher,
+//! pendulum) as Python classes.
 //!
 //! The classes here are the raw environments: `reset(seed)` and
 //! `step(action)` call the Rust env directly, so observations and rewards
@@ -20,7 +21,6 @@ use pyo3::types::PyDict;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shoal_core::{Env, Error, GoalEnv, Step};
-use shoal_env::arm::GOAL_DIM;
 
 use crate::config::{override_config, to_json, to_py};
 use crate::render::Recording;
@@ -77,15 +77,20 @@ impl Task for shoal_env::Worm {
     }
 }
 
-/// A goal task's flat observation as Gymnasium-Robotics' dict.
-fn goal_obs_to_py<'py>(py: Python<'py>, mut obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
-    let n = obs.len().checked_sub(2 * GOAL_DIM).ok_or_else(|| {
+/// A goal task's flat observation, with goals of `goal_dim`, as
+/// Gymnasium-Robotics' dict.
+fn goal_obs_to_py<'py>(
+    py: Python<'py>,
+    mut obs: Vec<f32>,
+    goal_dim: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = obs.len().checked_sub(2 * goal_dim).ok_or_else(|| {
         to_py_err(Error::Shape(format!(
             "goal observation of length {}",
             obs.len()
         )))
     })?;
-    let desired = obs.split_off(n + GOAL_DIM);
+    let desired = obs.split_off(n + goal_dim);
     let achieved = obs.split_off(n);
     let dict = PyDict::new(py);
     dict.set_item("observation", PyArray1::from_vec(py, obs))?;
@@ -113,7 +118,7 @@ impl Task for shoal_env::ArmPush {
         recording.push_arm(obs);
     }
     fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
-        goal_obs_to_py(py, obs)
+        goal_obs_to_py(py, obs, shoal_env::arm::GOAL_DIM)
     }
 }
 
@@ -136,9 +141,52 @@ impl Task for shoal_env::BallToNet {
         recording.push_arm(obs);
     }
     fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
-        goal_obs_to_py(py, obs)
+        goal_obs_to_py(py, obs, shoal_env::arm::GOAL_DIM)
     }
 }
+
+/// The Task impl of a jointed goal task, whose frames a [`ChainTask`] draws.
+///
+/// [`ChainTask`]: shoal_eval::ChainTask
+macro_rules! jointed_task {
+    ($env:ty, $config:ty, $name:literal, $goal_dim:expr) => {
+        impl Task for $env {
+            type Config = $config;
+            const TASK: &'static str = $name;
+            fn build(config: Self::Config) -> shoal_core::Result<Self> {
+                <$env>::new(config)
+            }
+            fn validate(config: &Self::Config) -> shoal_core::Result<()> {
+                config.validate()
+            }
+            fn recording(config: &Self::Config) -> Recording {
+                Recording::Chain {
+                    task: config.into(),
+                    frames: Vec::new(),
+                }
+            }
+            fn record(&self, obs: &[f32], recording: &mut Recording) {
+                recording.push_chain(obs);
+            }
+            fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
+                goal_obs_to_py(py, obs, $goal_dim)
+            }
+        }
+    };
+}
+
+jointed_task!(
+    shoal_env::Ur5Reacher,
+    shoal_env::Ur5ReacherConfig,
+    "ur5 reacher",
+    3
+);
+jointed_task!(
+    shoal_env::InvertedPendulum,
+    shoal_env::InvertedPendulumConfig,
+    "pendulum",
+    2
+);
 
 /// The state every env class holds: the env (gone once closed) and, when
 /// rendering, the episode's frames.
@@ -422,6 +470,12 @@ macro_rules! goal_env_class {
 config_class!(WormConfig, "WormConfig", shoal_env::Worm);
 config_class!(ArmPushConfig, "ArmPushConfig", shoal_env::ArmPush);
 config_class!(BallToNetConfig, "BallToNetConfig", shoal_env::BallToNet);
+config_class!(Ur5ReacherConfig, "UR5ReacherConfig", shoal_env::Ur5Reacher);
+config_class!(
+    PendulumConfig,
+    "PendulumConfig",
+    shoal_env::InvertedPendulum
+);
 
 env_class!(Worm, "Worm", shoal_env::Worm, WormConfig, {
     /// x-coordinate of the worm's centre of mass, m (0 at the start of an episode).
@@ -436,6 +490,19 @@ goal_env_class!(
     "BallToNet",
     shoal_env::BallToNet,
     BallToNetConfig
+);
+
+goal_env_class!(
+    Ur5Reacher,
+    "UR5Reacher",
+    shoal_env::Ur5Reacher,
+    Ur5ReacherConfig
+);
+goal_env_class!(
+    Pendulum,
+    "Pendulum",
+    shoal_env::InvertedPendulum,
+    PendulumConfig
 );
 
 /// `(Gymnasium id, shoal id)` of every env in shoal's registry that has a
@@ -461,5 +528,9 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Worm>()?;
     m.add_class::<ArmPush>()?;
     m.add_class::<BallToNet>()?;
+    m.add_class::<Ur5ReacherConfig>()?;
+    m.add_class::<PendulumConfig>()?;
+    m.add_class::<Ur5Reacher>()?;
+    m.add_class::<Pendulum>()?;
     Ok(())
 }

@@ -7,7 +7,8 @@
 use shoal_core::{Error, Result};
 use shoal_env::arm::ArmObs;
 use shoal_eval::{
-    ArmFrameInput, ArmLayout, RenderOptions, WormFrameInput, arm_scene, draw_frame, worm_scene,
+    ArmFrameInput, ArmLayout, ChainFrameInput, ChainTask, RenderOptions, WormFrameInput, arm_scene,
+    chain_scene, draw_frame, worm_scene,
 };
 
 /// An RGB picture, row-major, 3 bytes per pixel.
@@ -31,6 +32,13 @@ pub enum Recording {
         /// One per step.
         frames: Vec<ArmFrameInput>,
     },
+    /// The poses of a jointed task (UR5 reacher, pendulum).
+    Chain {
+        /// How observations become poses.
+        task: ChainTask,
+        /// One per step.
+        frames: Vec<ChainFrameInput>,
+    },
 }
 
 impl Recording {
@@ -39,6 +47,7 @@ impl Recording {
         match self {
             Recording::Worm(frames) => frames.clear(),
             Recording::Arm { frames, .. } => frames.clear(),
+            Recording::Chain { frames, .. } => frames.clear(),
         }
     }
 
@@ -47,6 +56,7 @@ impl Recording {
         match self {
             Recording::Worm(frames) => frames.is_empty(),
             Recording::Arm { frames, .. } => frames.is_empty(),
+            Recording::Chain { frames, .. } => frames.is_empty(),
         }
     }
 
@@ -70,6 +80,15 @@ impl Recording {
         }
     }
 
+    /// Records a jointed task's state, read from its flat observation.
+    pub fn push_chain(&mut self, obs: &[f32]) {
+        if let Recording::Chain { task, frames } = self
+            && let Ok(frame) = task.frame(0, obs, &[])
+        {
+            frames.push(frame);
+        }
+    }
+
     /// The latest recorded state with the episode's trails.
     pub fn draw(&self) -> Result<Image> {
         // One frame drawn: the last step, with trails through every step.
@@ -80,6 +99,13 @@ impl Recording {
         let (scene, frames) = match self {
             Recording::Worm(inputs) => worm_scene(inputs, &options),
             Recording::Arm { layout, frames } => arm_scene(layout, frames, &options),
+            Recording::Chain { task, frames } => {
+                let options = RenderOptions {
+                    title: Some(task.title().into()),
+                    ..options
+                };
+                chain_scene(frames, task.top_view(), &options)
+            }
         };
         let Some(last) = frames.last() else {
             return Err(Error::NeedsReset);

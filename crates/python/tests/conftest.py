@@ -10,7 +10,13 @@ import pytest
 
 import shoal_envs  # noqa: F401  (registers the ids)
 
-ENV_IDS = ["shoal/Worm-v0", "shoal/ArmPush-v0", "shoal/BallToNet-v0"]
+ENV_IDS = [
+    "shoal/Worm-v0",
+    "shoal/ArmPush-v0",
+    "shoal/BallToNet-v0",
+    "shoal/UR5Reacher-v0",
+    "shoal/Pendulum-v0",
+]
 GOAL_IDS = ["shoal/ArmPush-v0", "shoal/BallToNet-v0"]
 FIXTURE = Path(__file__).parent / "fixtures" / "rust_rollouts.json"
 

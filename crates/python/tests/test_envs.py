@@ -14,6 +14,8 @@ def test_ids_are_registered_on_import_with_default_limits():
     assert gym.spec("shoal/Worm-v0").max_episode_steps == 1000
     assert gym.spec("shoal/ArmPush-v0").max_episode_steps == 50
     assert gym.spec("shoal/BallToNet-v0").max_episode_steps == 50
+    assert gym.spec("shoal/UR5Reacher-v0").max_episode_steps == 600
+    assert gym.spec("shoal/Pendulum-v0").max_episode_steps == 1000
 
 
 def test_registered_ids_are_the_registrys_and_each_has_a_class():
@@ -24,6 +26,8 @@ def test_registered_ids_are_the_registrys_and_each_has_a_class():
         "shoal/Worm-v0": "worm",
         "shoal/ArmPush-v0": "arm-push",
         "shoal/BallToNet-v0": "ball-to-net",
+        "shoal/UR5Reacher-v0": "ur5-reacher",
+        "shoal/Pendulum-v0": "pendulum",
     }
     for env_id in pairs:
         assert gym.spec(env_id) is not None
@@ -67,6 +71,8 @@ def test_direct_construction_truncates_in_rust():
     ("shoal/Worm-v0", (432, 720, 3)),
     ("shoal/ArmPush-v0", (440, 1000, 3)),
     ("shoal/BallToNet-v0", (440, 1000, 3)),
+    ("shoal/UR5Reacher-v0", (480, 1000, 3)),
+    ("shoal/Pendulum-v0", (480, 560, 3)),
 ])
 def test_rgb_array_frames_show_the_state(env_id, shape):
     env = gym.make(env_id, render_mode="rgb_array")
@@ -77,7 +83,8 @@ def test_rgb_array_frames_show_the_state(env_id, shape):
     for _ in range(5):
         env.step(np.ones(env.action_space.shape, dtype=np.float32))
     assert not np.array_equal(env.render(), first)
-    assert env.metadata["render_fps"] == 25
+    control_dt = env.unwrapped.config.control_dt
+    assert env.metadata["render_fps"] == round(1.0 / control_dt)
 
 
 def test_render_before_reset_is_an_error():
@@ -101,6 +108,10 @@ def test_type_stubs_name_what_the_extension_has():
         "Worm": _core.Worm(),
         "ArmPush": _core.ArmPush(),
         "BallToNet": _core.BallToNet(),
+        "UR5ReacherConfig": _core.UR5ReacherConfig(),
+        "PendulumConfig": _core.PendulumConfig(),
+        "UR5Reacher": _core.UR5Reacher(),
+        "Pendulum": _core.Pendulum(),
     }
     assert set(instances) <= set(classes)
     for name, instance in instances.items():
@@ -113,8 +124,23 @@ def test_type_stubs_name_what_the_extension_has():
         missing = [m for m in members if not hasattr(instance, m)]
         assert missing == [], f"{name}: stub names {missing}, the extension has no such member"
     # And every config field is in the stub.
-    for name in ("WormConfig", "ArmPushConfig", "BallToNetConfig"):
+    for name in ("WormConfig", "ArmPushConfig", "BallToNetConfig", "UR5ReacherConfig", "PendulumConfig"):
         fields = set(instances[name].to_dict()) | set(instances[name].to_dict().get("arm", {}))
         nodes = [classes[name]] + [classes[b.id] for b in classes[name].bases if b.id in classes]
         stubbed = {item.target.id for node in nodes for item in node.body if isinstance(item, ast.AnnAssign)}
         assert fields <= stubbed, f"{name}: fields missing from the stub: {fields - stubbed}"
+
+
+@pytest.mark.parametrize("env_id,obs_dim,goal_dim", [
+    ("shoal/UR5Reacher-v0", 6, 3),
+    ("shoal/Pendulum-v0", 3, 2),
+])
+def test_jointed_tasks_are_goal_dicts_whose_reward_is_the_goal_test(env_id, obs_dim, goal_dim):
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=1)
+    assert obs["observation"].shape == (obs_dim,)
+    assert obs["achieved_goal"].shape == obs["desired_goal"].shape == (goal_dim,)
+    goal = obs["desired_goal"]
+    assert env.unwrapped.compute_reward(goal, goal, None) == 0.0
+    far = goal + np.float32(1.0)
+    assert env.unwrapped.compute_reward(far, goal, None) == -1.0

@@ -731,7 +731,10 @@ fn the_top_level_acts_until_the_episode_ends_only_when_unlimited() {
     let unlimited = episode(flat(true));
     assert!(unlimited.iter().any(|&(steps, _)| steps == 40));
     for (steps, success) in unlimited {
-        assert!(steps == 40 || success, "ended early without success: {steps}");
+        assert!(
+            steps == 40 || success,
+            "ended early without success: {steps}"
+        );
     }
     // Two levels: H² = 25 actions at most when bounded, the whole 40 when not.
     let two = |unlimited: bool| HacConfig {

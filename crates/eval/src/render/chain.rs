@@ -44,7 +44,10 @@ pub fn chain_scene(
     let (width, height) = options
         .size
         .unwrap_or(if top_view { (1000, 480) } else { (560, 480) });
-    let title = options.title.clone().unwrap_or_else(|| "jointed task".into());
+    let title = options
+        .title
+        .clone()
+        .unwrap_or_else(|| "jointed task".into());
     let every_point = || {
         inputs.iter().flat_map(|i| {
             i.points
@@ -280,7 +283,6 @@ impl ChainTask {
     }
 }
 
-
 #[cfg(all(test, feature = "env"))]
 mod tests {
     use super::*;
@@ -303,8 +305,14 @@ mod tests {
         assert_eq!(frame.episode, 2);
         assert!(near(&frame.points, &[[0.0, 0.0, 0.0], [0.0, 0.0, 0.5]]));
         assert!(near(&frame.goal, &[[0.0, 0.0, 0.0], [0.5, 0.0, 0.0]]));
-        assert!(near(&frame.subgoals[0], &[[0.0, 0.0, 0.0], [0.0, 0.0, -0.5]]));
-        assert!(task.frame(0, &obs[..6], &[]).is_err(), "a short observation is refused");
+        assert!(near(
+            &frame.subgoals[0],
+            &[[0.0, 0.0, 0.0], [0.0, 0.0, -0.5]]
+        ));
+        assert!(
+            task.frame(0, &obs[..6], &[]).is_err(),
+            "a short observation is refused"
+        );
     }
 
     #[test]
@@ -316,11 +324,17 @@ mod tests {
         obs[9] = half_pi;
         let subgoals = vec![vec![0.0, -half_pi, 0.0, 1.0, 1.0, 1.0], vec![half_pi; 6]];
         let frame = task.frame(0, &obs, &subgoals).unwrap();
-        let (h, reach) = (shoal_env::UR5_SHOULDER_HEIGHT, shoal_env::UR5_UPPER_ARM + shoal_env::UR5_FOREARM);
+        let (h, reach) = (
+            shoal_env::UR5_SHOULDER_HEIGHT,
+            shoal_env::UR5_UPPER_ARM + shoal_env::UR5_FOREARM,
+        );
         assert!(near(&frame.points[3..], &[[reach, 0.0, h]]));
         assert!(near(&frame.goal[3..], &[[0.0, reach, h]]));
         assert_eq!(frame.subgoals.len(), 2);
-        assert!(near(&frame.subgoals[0][3..], &[[0.0, 0.0, h + reach]]), "lifted upright");
+        assert!(
+            near(&frame.subgoals[0][3..], &[[0.0, 0.0, h + reach]]),
+            "lifted upright"
+        );
         assert!(frame.status.contains("90.0°"), "{}", frame.status);
     }
 }

@@ -1,7 +1,8 @@
 """shoal's environments as Gymnasium environments, simulated in Rust.
 
-Importing this package registers ``shoal/Worm-v0``, ``shoal/ArmPush-v0`` and
-``shoal/BallToNet-v0`` with Gymnasium::
+Importing this package registers ``shoal/Worm-v0``, ``shoal/ArmPush-v0``,
+``shoal/BallToNet-v0``, ``shoal/UR5Reacher-v0`` and ``shoal/Pendulum-v0``
+with Gymnasium::
 
     import gymnasium as gym
     import shoal_envs
@@ -10,8 +11,8 @@ Importing this package registers ``shoal/Worm-v0``, ``shoal/ArmPush-v0`` and
     obs, info = env.reset(seed=0)
 
 ``gym.make("shoal_envs:shoal/Worm-v0")`` imports the package itself. The
-raw Rust envs (``Worm``, ``ArmPush``, ``BallToNet``) and their configs are
-re-exported here too.
+raw Rust envs (``Worm``, ``ArmPush``, ``BallToNet``, ``UR5Reacher``,
+``Pendulum``) and their configs are re-exported here too.
 """
 
 from __future__ import annotations
@@ -23,11 +24,15 @@ from shoal_envs._core import (
     ArmPushConfig,
     BallToNet,
     BallToNetConfig,
+    Pendulum,
+    PendulumConfig,
+    UR5Reacher,
+    UR5ReacherConfig,
     Worm,
     WormConfig,
     registered_envs,
 )
-from shoal_envs.envs import ArmPushEnv, BallToNetEnv, WormEnv
+from shoal_envs.envs import ArmPushEnv, BallToNetEnv, PendulumEnv, UR5ReacherEnv, WormEnv
 
 __all__ = [
     "ArmPush",
@@ -36,6 +41,12 @@ __all__ = [
     "BallToNet",
     "BallToNetConfig",
     "BallToNetEnv",
+    "Pendulum",
+    "PendulumConfig",
+    "PendulumEnv",
+    "UR5Reacher",
+    "UR5ReacherConfig",
+    "UR5ReacherEnv",
     "Worm",
     "WormConfig",
     "WormEnv",
@@ -51,6 +62,8 @@ _CLASSES = {
     "worm": ("shoal_envs.envs:make_worm", WormConfig),
     "arm-push": ("shoal_envs.envs:make_arm_push", ArmPushConfig),
     "ball-to-net": ("shoal_envs.envs:make_ball_to_net", BallToNetConfig),
+    "ur5-reacher": ("shoal_envs.envs:make_ur5_reacher", UR5ReacherConfig),
+    "pendulum": ("shoal_envs.envs:make_pendulum", PendulumConfig),
 }
 
 

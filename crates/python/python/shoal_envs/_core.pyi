@@ -89,6 +89,42 @@ class BallToNetConfig(_ArmSettings):
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object) -> bool: ...
 
+class UR5ReacherConfig:
+    """Settings of the UR5 reacher (Rust ``Ur5ReacherConfig``)."""
+
+    max_torque: list[float]
+    joint_damping: list[float]
+    angle_threshold: float
+    max_observed_speed: float
+    control_dt: float
+    substeps: int
+    max_episode_steps: int
+    terminate_on_success: bool
+    clip_actions: bool
+    def __init__(self, **kwargs: Any) -> None: ...
+    def replace(self, **kwargs: Any) -> UR5ReacherConfig: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class PendulumConfig:
+    """Settings of the inverted pendulum (Rust ``InvertedPendulumConfig``)."""
+
+    length: float
+    mass: float
+    max_torque: float
+    damping: float
+    angle_threshold: float
+    velocity_threshold: float
+    control_dt: float
+    substeps: int
+    max_episode_steps: int
+    terminate_on_success: bool
+    clip_actions: bool
+    def __init__(self, **kwargs: Any) -> None: ...
+    def replace(self, **kwargs: Any) -> PendulumConfig: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
 class Worm:
     """The Rust worm. ``step`` takes a 1-D float32 array; errors raise ValueError / RuntimeError."""
 
@@ -140,6 +176,20 @@ class BallToNet(_GoalTask):
     def __init__(self, config: BallToNetConfig | None = None, *, render: bool = False) -> None: ...
     @property
     def config(self) -> BallToNetConfig: ...
+
+class UR5Reacher(_GoalTask):
+    """The Rust UR5 reacher."""
+
+    def __init__(self, config: UR5ReacherConfig | None = None, *, render: bool = False) -> None: ...
+    @property
+    def config(self) -> UR5ReacherConfig: ...
+
+class Pendulum(_GoalTask):
+    """The Rust inverted pendulum."""
+
+    def __init__(self, config: PendulumConfig | None = None, *, render: bool = False) -> None: ...
+    @property
+    def config(self) -> PendulumConfig: ...
 
 def registered_envs() -> list[tuple[str, str]]:
     """(Gymnasium id, shoal id) of every env in shoal's registry that has a Gymnasium id."""

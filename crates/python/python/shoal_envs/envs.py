@@ -29,7 +29,7 @@ _NO_LIMIT = 1_000_000
 
 
 class _ShoalEnv(gymnasium.Env):
-    """What the three environments share: seeding, stepping, rendering, closing."""
+    """What the environments share: seeding, stepping, rendering, closing."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 25}
 
@@ -124,8 +124,8 @@ class _GoalEnv(_ShoalEnv):
     def compute_reward(
         self, achieved_goal: Any, desired_goal: Any, info: Any = None
     ) -> np.ndarray | np.float32:
-        """The sparse reward (0 within ``distance_threshold``, −1 otherwise) for
-        goals of shape ``(..., 3)``; ``info`` is unused (the reward is a pure
+        """The sparse reward (0 when the goal is reached, −1 otherwise) for
+        goals of shape ``(..., goal_dim)``; ``info`` is unused (the reward is a pure
         function of the goals). One pair gives a ``np.float32``, a batch an
         array of shape ``achieved_goal.shape[:-1]``."""
         achieved = np.asarray(achieved_goal, dtype=np.float32)
@@ -165,6 +165,39 @@ class BallToNetEnv(_GoalEnv):
     _env_class = _core.BallToNet
 
 
+class UR5ReacherEnv(_GoalEnv):
+    """``shoal/UR5Reacher-v0``: turn a UR5's three main joints to goal angles
+    (Rust ``ur5-reacher``), the HAC paper's reacher.
+
+    Keyword arguments are the fields of :class:`shoal_envs.UR5ReacherConfig`
+    (``max_torque``, ``joint_damping``, ``angle_threshold``, …).
+    Observations are Dicts of ``observation`` (3 joint angles and 3 joint
+    velocities), ``achieved_goal`` (the 3 angles) and ``desired_goal`` (3),
+    float32; the action ``Box(-1, 1, (3,), float32)`` sets the joint
+    torques; the reward is 0 when every angle is within 10° of the goal's,
+    else −1. The episode terminates on success.
+    """
+
+    _config_class = _core.UR5ReacherConfig
+    _env_class = _core.UR5Reacher
+
+
+class PendulumEnv(_GoalEnv):
+    """``shoal/Pendulum-v0``: swing a torque-limited pendulum up to a goal
+    angle and velocity (Rust ``pendulum``), the HAC paper's inverted pendulum.
+
+    Keyword arguments are the fields of :class:`shoal_envs.PendulumConfig`.
+    Observations are Dicts of ``observation`` (cos θ, sin θ, θ̇),
+    ``achieved_goal`` (θ, θ̇) and ``desired_goal`` (2), float32, with θ = 0
+    upright; the action ``Box(-1, 1, (1,), float32)`` sets the torque; the
+    reward is 0 within 9.5° and 0.6 rad/s of the goal, else −1. The episode
+    terminates on success.
+    """
+
+    _config_class = _core.PendulumConfig
+    _env_class = _core.Pendulum
+
+
 def _registered(cls: type[_ShoalEnv]):
     """The entry point ``gymnasium.make`` calls: episodes are cut by Gymnasium's
     ``TimeLimit`` (the registered default, or ``make(..., max_episode_steps=N)``),
@@ -184,3 +217,5 @@ def _registered(cls: type[_ShoalEnv]):
 make_worm = _registered(WormEnv)
 make_arm_push = _registered(ArmPushEnv)
 make_ball_to_net = _registered(BallToNetEnv)
+make_ur5_reacher = _registered(UR5ReacherEnv)
+make_pendulum = _registered(PendulumEnv)
