@@ -816,7 +816,7 @@ fn gif_frames(path: &Path) -> (u16, u16, usize) {
 /// Trains preset `name` for `episodes` episodes (evaluating and
 /// checkpointing once, at the end) with the extra `--set`s, and checks the
 /// run directory: its files, its config, and the summary's counts.
-fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) {
+fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) -> std::path::PathBuf {
     let dir = scratch(&format!("preset-{name}"));
     let budget = [
         format!("train.episodes={episodes}"),
@@ -867,6 +867,7 @@ fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) {
     } else {
         assert!(success.is_null(), "{name}: {summary}");
     }
+    run
 }
 
 /// The presets tested below; a preset added to the table without a test
@@ -890,6 +891,13 @@ const TESTED_PRESETS: &[&str] = &[
     "push-far-hac",
     "push-hac",
     "ball-hac",
+    "ur5-hac1",
+    "ur5-hac2",
+    "ur5-hac3",
+    "pendulum-hac1",
+    "pendulum-hac2",
+    "pendulum-hac3",
+    "push-far-hac3",
     "toy-hac",
 ];
 
@@ -986,6 +994,56 @@ fn preset_push_hac_runs_end_to_end() {
 #[test]
 fn preset_ball_hac_runs_end_to_end() {
     run_preset("ball-hac", 2, FEW_UPDATES, true);
+}
+
+/// The paper tasks' presets with 40-step episodes and a small batch.
+const SHORT_JOINTED: &[&str] = &[
+    "env.max_episode_steps=40",
+    "algo.n_batches=2",
+    "algo.batch_size=32",
+];
+
+#[test]
+fn preset_ur5_hac1_runs_end_to_end() {
+    run_preset("ur5-hac1", 2, SHORT_JOINTED, true);
+}
+
+#[test]
+fn preset_ur5_hac2_runs_end_to_end() {
+    run_preset("ur5-hac2", 2, SHORT_JOINTED, true);
+}
+
+#[test]
+fn preset_ur5_hac3_runs_end_to_end_and_renders_every_level() {
+    let run = run_preset("ur5-hac3", 2, SHORT_JOINTED, true);
+    let out = shoal(&["render", "run", "--episodes", "1"], run.parent().unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
+    for file in ["render.gif", "render.png"] {
+        assert!(run.join(file).is_file(), "missing {file}");
+    }
+}
+
+#[test]
+fn preset_pendulum_hac1_runs_end_to_end() {
+    run_preset("pendulum-hac1", 2, SHORT_JOINTED, true);
+}
+
+#[test]
+fn preset_pendulum_hac2_runs_end_to_end() {
+    run_preset("pendulum-hac2", 2, SHORT_JOINTED, true);
+}
+
+#[test]
+fn preset_pendulum_hac3_runs_end_to_end_and_renders() {
+    let run = run_preset("pendulum-hac3", 2, SHORT_JOINTED, true);
+    let out = shoal(&["render", "run", "--episodes", "1"], run.parent().unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(run.join("render.png").is_file());
+}
+
+#[test]
+fn preset_push_far_hac3_runs_end_to_end() {
+    run_preset("push-far-hac3", 2, &["env.arm.max_episode_steps=40", "algo.n_batches=2"], true);
 }
 
 #[test]
