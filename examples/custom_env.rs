@@ -113,13 +113,7 @@ impl GoalEnv for Reacher {
     fn goal_dim(&self) -> usize {
         2
     }
-    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        if self.is_success(achieved, desired) {
-            0.0
-        } else {
-            -1.0
-        }
-    }
+    // compute_reward: the default sparse reward, 0 on success, else −1.
     fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
         (achieved[0] - desired[0]).hypot(achieved[1] - desired[1]) < 0.05
     }

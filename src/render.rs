@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use shoal_algo::HacFrame;
 use shoal_core::{Env, Error, Learner, Policy, Result};
 use shoal_env::arm::ArmObs;
 use shoal_eval::{
@@ -43,23 +44,15 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
     };
     let (gif, png) = match (scene(&cfg.env.settings)?, &cfg.algo) {
         (Scene::Arm(layout), AlgoConfig::Hac(_)) => {
-            let mut hac = make_hac(&cfg, 0, 1.0)?;
-            hac.load_state(&state)?;
-            let frames = hac
-                .watch(episodes, seed)?
-                .iter()
-                .map(|f| arm_frame(f.episode, &f.observation, &f.subgoals))
-                .collect::<Result<Vec<_>>>()?;
+            let frames = hac_frames(&cfg, &state, episodes, seed, |f| {
+                arm_frame(f.episode, &f.observation, &f.subgoals)
+            })?;
             render_arm(&layout, &frames, &out)?
         }
         (Scene::Chain(task), AlgoConfig::Hac(_)) => {
-            let mut hac = make_hac(&cfg, 0, 1.0)?;
-            hac.load_state(&state)?;
-            let frames = hac
-                .watch(episodes, seed)?
-                .iter()
-                .map(|f| task.frame(f.episode, &f.observation, &f.subgoals))
-                .collect::<Result<Vec<_>>>()?;
+            let frames = hac_frames(&cfg, &state, episodes, seed, |f| {
+                task.frame(f.episode, &f.observation, &f.subgoals)
+            })?;
             render_chain(&frames, task.top_view(), &out, &chain_options(&task))?
         }
         (Scene::Chain(task), _) => {
@@ -103,6 +96,20 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
     };
     println!("{}\n{}", gif.display(), png.display());
     Ok(())
+}
+
+/// The checkpointed HAC agent's frozen episodes on the evaluation seeds, a
+/// frame per step drawn by `frame` (which sees every level's subgoal).
+fn hac_frames<T>(
+    cfg: &RunConfig,
+    state: &[u8],
+    episodes: usize,
+    seed: u64,
+    frame: impl Fn(&HacFrame) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut hac = make_hac(cfg, 0, 1.0)?;
+    hac.load_state(state)?;
+    hac.watch(episodes, seed)?.iter().map(frame).collect()
 }
 
 /// The default render settings, titled for the jointed task.

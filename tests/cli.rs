@@ -1043,7 +1043,12 @@ fn preset_pendulum_hac3_runs_end_to_end_and_renders() {
 
 #[test]
 fn preset_push_far_hac3_runs_end_to_end() {
-    run_preset("push-far-hac3", 2, &["env.arm.max_episode_steps=40", "algo.n_batches=2"], true);
+    run_preset(
+        "push-far-hac3",
+        2,
+        &["env.arm.max_episode_steps=40", "algo.n_batches=2"],
+        true,
+    );
 }
 
 #[test]

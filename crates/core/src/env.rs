@@ -136,8 +136,16 @@ pub trait GoalEnv: Env {
     fn goal_dim(&self) -> usize;
 
     /// Reward for having reached `achieved` when `desired` was asked for.
-    /// Must not depend on any state of the environment.
-    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32;
+    /// Must not depend on any state of the environment. Default: the sparse
+    /// reward of Gymnasium-Robotics' tasks, `0` when
+    /// [`GoalEnv::is_success`], else `−1`.
+    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
+        if self.is_success(achieved, desired) {
+            0.0
+        } else {
+            -1.0
+        }
+    }
 
     /// Whether `achieved` counts as reaching `desired`.
     fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool;

@@ -316,14 +316,6 @@ impl GoalEnv for InvertedPendulum {
         2
     }
 
-    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        if self.is_success(achieved, desired) {
-            0.0
-        } else {
-            -1.0
-        }
-    }
-
     fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
         wrap_angle(achieved[0] - desired[0]).abs() <= self.cfg.angle_threshold
             && (achieved[1] - desired[1]).abs() <= self.cfg.velocity_threshold

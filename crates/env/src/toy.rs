@@ -452,14 +452,6 @@ impl GoalEnv for PointGoal {
     }
 
     /// `0` when `achieved` is within `distance_threshold` of `desired`, else `−1`.
-    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        if self.is_success(achieved, desired) {
-            0.0
-        } else {
-            -1.0
-        }
-    }
-
     fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
         distance(achieved, desired) < self.cfg.distance_threshold
     }

@@ -415,14 +415,6 @@ impl GoalEnv for Ur5Reacher {
         3
     }
 
-    fn compute_reward(&self, achieved: &[f32], desired: &[f32]) -> f32 {
-        if self.is_success(achieved, desired) {
-            0.0
-        } else {
-            -1.0
-        }
-    }
-
     fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
         Self::angle_error(achieved, desired) <= self.cfg.angle_threshold
     }

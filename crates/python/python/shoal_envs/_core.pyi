@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension ``shoal_envs._core``: shoal's envs stepped directly."""
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -8,7 +8,15 @@ import numpy.typing as npt
 _F32 = npt.NDArray[np.float32]
 _GoalObs = dict[str, _F32]  # keys: observation, achieved_goal, desired_goal
 
-class WormConfig:
+class _Config:
+    """What every config class has; keyword arguments override the defaults."""
+
+    def __init__(self, **kwargs: Any) -> None: ...
+    def replace(self, **kwargs: Any) -> Self: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class WormConfig(_Config):
     """Settings of the worm (Rust ``WormConfig``); keyword arguments override the defaults."""
 
     links: int
@@ -29,12 +37,8 @@ class WormConfig:
     max_episode_steps: int
     reset_noise_scale: float
     clip_actions: bool
-    def __init__(self, **kwargs: Any) -> None: ...
-    def replace(self, **kwargs: Any) -> WormConfig: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
 
-class _ArmSettings:
+class _ArmSettings(_Config):
     """The settings both arm tasks share (Rust ``ArmConfig``), readable by their bare names."""
 
     arm: dict[str, Any]
@@ -65,10 +69,6 @@ class ArmPushConfig(_ArmSettings):
     goal_range: float
     min_object_gripper_distance: float
     min_goal_distance: float
-    def __init__(self, **kwargs: Any) -> None: ...
-    def replace(self, **kwargs: Any) -> ArmPushConfig: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
 
 class BallToNetConfig(_ArmSettings):
     """Settings of the ball-to-net task (Rust ``BallToNetConfig``)."""
@@ -84,12 +84,8 @@ class BallToNetConfig(_ArmSettings):
     net_lateral: float
     net_half_width: float
     net_wall_height: float
-    def __init__(self, **kwargs: Any) -> None: ...
-    def replace(self, **kwargs: Any) -> BallToNetConfig: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
 
-class UR5ReacherConfig:
+class UR5ReacherConfig(_Config):
     """Settings of the UR5 reacher (Rust ``Ur5ReacherConfig``)."""
 
     max_torque: list[float]
@@ -101,12 +97,8 @@ class UR5ReacherConfig:
     max_episode_steps: int
     terminate_on_success: bool
     clip_actions: bool
-    def __init__(self, **kwargs: Any) -> None: ...
-    def replace(self, **kwargs: Any) -> UR5ReacherConfig: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
 
-class PendulumConfig:
+class PendulumConfig(_Config):
     """Settings of the inverted pendulum (Rust ``InvertedPendulumConfig``)."""
 
     length: float
@@ -120,10 +112,6 @@ class PendulumConfig:
     max_episode_steps: int
     terminate_on_success: bool
     clip_actions: bool
-    def __init__(self, **kwargs: Any) -> None: ...
-    def replace(self, **kwargs: Any) -> PendulumConfig: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
 
 class Worm:
     """The Rust worm. ``step`` takes a 1-D float32 array; errors raise ValueError / RuntimeError."""
