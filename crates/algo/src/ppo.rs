@@ -43,7 +43,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
-    Result, RolloutLearner, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed,
+    Result, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed,
 };
 use shoal_policy::{
     Activation, Mlp, MlpConfig, Normalizer, Trained, beta_entropy, beta_entropy_grad,
@@ -51,7 +51,7 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::rollout::{self, Rollout, learn_in_batches, play_episode};
+use crate::rollout::{Rollout, learn_in_batches, play_episode};
 use crate::versioned::Format;
 
 /// The distribution the policy network parameterises, per action component.
@@ -1064,29 +1064,7 @@ impl<E: Env> GradientLearner for Ppo<E> {
     }
 }
 
-impl<E: Env> RolloutLearner for Ppo<E> {
-    fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
-        let (rollouts, report) = Ppo::collect(self, episodes)?;
-        Ok((rollout::encode(&rollouts), report))
-    }
-
-    fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
-        let all = rollout::decode_gathered(rollouts, self.obs_dim, self.act_dim)?;
-        let scalars = Ppo::update(self, &all, &mut Alone)?;
-        Ok(LearnReport {
-            scalars,
-            ..Default::default()
-        })
-    }
-
-    fn parameters(&self) -> Vec<f32> {
-        GradientLearner::parameters(self)
-    }
-
-    fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        GradientLearner::set_parameters(self, params)
-    }
-}
+crate::rollout::impl_rollout_learner!(Ppo);
 
 #[cfg(test)]
 mod tests {

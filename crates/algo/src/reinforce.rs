@@ -14,7 +14,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use shoal_core::{
     Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result,
-    RolloutLearner, Space, StopFlag, derive_seed, evaluate_policy,
+    Space, StopFlag, derive_seed, evaluate_policy,
 };
 use shoal_policy::{
     Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
@@ -23,7 +23,7 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::rollout::{self, Rollout, learn_in_batches, play_episode};
+use crate::rollout::{Rollout, learn_in_batches, play_episode};
 use crate::versioned::Format;
 
 /// What the advantage subtracts from the return.
@@ -486,29 +486,7 @@ impl<E: Env> GradientLearner for Reinforce<E> {
     }
 }
 
-impl<E: Env> RolloutLearner for Reinforce<E> {
-    fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
-        let (rollouts, report) = Reinforce::collect(self, episodes)?;
-        Ok((rollout::encode(&rollouts), report))
-    }
-
-    fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
-        let all = rollout::decode_gathered(rollouts, self.obs_dim, self.act_dim)?;
-        let scalars = Reinforce::update(self, &all, &mut Alone)?;
-        Ok(LearnReport {
-            scalars,
-            ..Default::default()
-        })
-    }
-
-    fn parameters(&self) -> Vec<f32> {
-        GradientLearner::parameters(self)
-    }
-
-    fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        GradientLearner::set_parameters(self, params)
-    }
-}
+crate::rollout::impl_rollout_learner!(Reinforce);
 
 #[cfg(test)]
 mod tests {

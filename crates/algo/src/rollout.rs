@@ -123,3 +123,36 @@ pub(crate) fn learn_in_batches(
     }
     Ok(report)
 }
+
+/// `RolloutLearner` for an on-policy learner of this crate (`$learner<E>`)
+/// with inherent `collect(episodes) -> (rollouts, report)` and
+/// `update(&rollout, reducer) -> scalars`, `obs_dim` and `act_dim` fields,
+/// and a `GradientLearner` impl whose parameters it shares.
+macro_rules! impl_rollout_learner {
+    ($learner:ident) => {
+        impl<E: Env> shoal_core::RolloutLearner for $learner<E> {
+            fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
+                let (rollouts, report) = $learner::collect(self, episodes)?;
+                Ok(($crate::rollout::encode(&rollouts), report))
+            }
+
+            fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
+                let all = $crate::rollout::decode_gathered(rollouts, self.obs_dim, self.act_dim)?;
+                let scalars = $learner::update(self, &all, &mut shoal_core::Alone)?;
+                Ok(LearnReport {
+                    scalars,
+                    ..Default::default()
+                })
+            }
+
+            fn parameters(&self) -> Vec<f32> {
+                shoal_core::GradientLearner::parameters(self)
+            }
+
+            fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
+                shoal_core::GradientLearner::set_parameters(self, params)
+            }
+        }
+    };
+}
+pub(crate) use impl_rollout_learner;

@@ -99,57 +99,10 @@ fn goal_obs_to_py<'py>(
     Ok(dict.into_any())
 }
 
-impl Task for shoal_env::ArmPush {
-    type Config = shoal_env::ArmPushConfig;
-    const TASK: &'static str = "arm push";
-    fn build(config: Self::Config) -> shoal_core::Result<Self> {
-        shoal_env::ArmPush::new(config)
-    }
-    fn validate(config: &Self::Config) -> shoal_core::Result<()> {
-        config.validate()
-    }
-    fn recording(config: &Self::Config) -> Recording {
-        Recording::Arm {
-            layout: config.into(),
-            frames: Vec::new(),
-        }
-    }
-    fn record(&self, obs: &[f32], recording: &mut Recording) {
-        recording.push_arm(obs);
-    }
-    fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
-        goal_obs_to_py(py, obs, shoal_env::arm::GOAL_DIM)
-    }
-}
-
-impl Task for shoal_env::BallToNet {
-    type Config = shoal_env::BallToNetConfig;
-    const TASK: &'static str = "ball to net";
-    fn build(config: Self::Config) -> shoal_core::Result<Self> {
-        shoal_env::BallToNet::new(config)
-    }
-    fn validate(config: &Self::Config) -> shoal_core::Result<()> {
-        config.validate()
-    }
-    fn recording(config: &Self::Config) -> Recording {
-        Recording::Arm {
-            layout: config.into(),
-            frames: Vec::new(),
-        }
-    }
-    fn record(&self, obs: &[f32], recording: &mut Recording) {
-        recording.push_arm(obs);
-    }
-    fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
-        goal_obs_to_py(py, obs, shoal_env::arm::GOAL_DIM)
-    }
-}
-
-/// The Task impl of a jointed goal task, whose frames a [`ChainTask`] draws.
-///
-/// [`ChainTask`]: shoal_eval::ChainTask
-macro_rules! jointed_task {
-    ($env:ty, $config:ty, $name:literal, $goal_dim:expr) => {
+/// The Task impl of a goal task: its goal size, and how it records frames
+/// for `render` (`$recording` from the config, `$push` per observation).
+macro_rules! goal_task {
+    ($env:ty, $config:ty, $name:literal, $goal_dim:expr, $recording:ident, $push:ident) => {
         impl Task for $env {
             type Config = $config;
             const TASK: &'static str = $name;
@@ -160,13 +113,10 @@ macro_rules! jointed_task {
                 config.validate()
             }
             fn recording(config: &Self::Config) -> Recording {
-                Recording::Chain {
-                    task: config.into(),
-                    frames: Vec::new(),
-                }
+                Recording::$recording(config.into())
             }
             fn record(&self, obs: &[f32], recording: &mut Recording) {
-                recording.push_chain(obs);
+                recording.$push(obs);
             }
             fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>> {
                 goal_obs_to_py(py, obs, $goal_dim)
@@ -175,17 +125,37 @@ macro_rules! jointed_task {
     };
 }
 
-jointed_task!(
+goal_task!(
+    shoal_env::ArmPush,
+    shoal_env::ArmPushConfig,
+    "arm push",
+    shoal_env::arm::GOAL_DIM,
+    arm,
+    push_arm
+);
+goal_task!(
+    shoal_env::BallToNet,
+    shoal_env::BallToNetConfig,
+    "ball to net",
+    shoal_env::arm::GOAL_DIM,
+    arm,
+    push_arm
+);
+goal_task!(
     shoal_env::Ur5Reacher,
     shoal_env::Ur5ReacherConfig,
     "ur5 reacher",
-    3
+    3,
+    chain,
+    push_chain
 );
-jointed_task!(
+goal_task!(
     shoal_env::InvertedPendulum,
     shoal_env::InvertedPendulumConfig,
     "pendulum",
-    2
+    2,
+    chain,
+    push_chain
 );
 
 /// The state every env class holds: the env (gone once closed) and, when

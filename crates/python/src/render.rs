@@ -42,6 +42,22 @@ pub enum Recording {
 }
 
 impl Recording {
+    /// An empty recording of an arm task laid out as `layout`.
+    pub fn arm(layout: ArmLayout) -> Self {
+        Recording::Arm {
+            layout,
+            frames: Vec::new(),
+        }
+    }
+
+    /// An empty recording of a jointed task.
+    pub fn chain(task: ChainTask) -> Self {
+        Recording::Chain {
+            task,
+            frames: Vec::new(),
+        }
+    }
+
     /// Forgets the episode so far (on reset).
     pub fn clear(&mut self) {
         match self {
