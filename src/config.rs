@@ -669,16 +669,16 @@ fn paper_train(episodes: u64) -> TrainConfig {
 }
 
 /// The UR5 reacher with the paper's code's settings: subgoals are the
-/// three joint angles and three velocities (bounds ±π and ±4 rad/s),
+/// three joint angles and three velocities (bounds ±2π and ±4 rad/s),
 /// reached within 10° and 2 rad/s; subgoal noise 0.03.
 fn ur5_hac(levels: usize) -> RunConfig {
-    use std::f32::consts::PI;
+    use std::f32::consts::TAU;
     let reacher = shoal_env::Ur5ReacherConfig::default();
     let angle = f64::from(reacher.angle_threshold);
     let algo = HacConfig {
         subgoal_indices: Some((0..6).collect()),
-        subgoal_low: Some(vec![-PI, -PI, -PI, -4.0, -4.0, -4.0]),
-        subgoal_high: Some(vec![PI, PI, PI, 4.0, 4.0, 4.0]),
+        subgoal_low: Some(vec![-TAU, -TAU, -TAU, -4.0, -4.0, -4.0]),
+        subgoal_high: Some(vec![TAU, TAU, TAU, 4.0, 4.0, 4.0]),
         subgoal_thresholds: Some(vec![angle, angle, angle, 2.0, 2.0, 2.0]),
         subgoal_noise_eps: Some(0.03),
         ..paper_hac(levels, reacher.max_episode_steps)

@@ -16,8 +16,11 @@
 //!   non-finite components are always an error.
 //! * **Observation Space**: `Box((12,))` laid out as GoalEnv's
 //!   `[observation | achieved_goal | desired_goal]`: `[pan, lift, elbow
-//!   (rad, wrapped to [−π, π)), their velocities (rad/s, clipped to
-//!   ±max_observed_speed) | the three angles | the goal's three angles]`. At
+//!   (rad), their velocities (rad/s, clipped to ±max_observed_speed) | the
+//!   three angles | the goal's three angles]`. Angles are observed as the
+//!   paper's code observes them, modulo 2π keeping their sign, in
+//!   (−2π, 2π): the jump sits a full turn away from the start, not at ±π
+//!   inside the goal space, where it would split nearby poses. At
 //!   zero angles the arm points straight out along x; a negative lift or
 //!   elbow angle raises the link it turns. HAC's subgoals are the first six
 //!   components (angles and velocities), as in the paper.
@@ -282,10 +285,10 @@ impl Ur5Reacher {
     pub fn new(cfg: Ur5ReacherConfig) -> Result<Self> {
         cfg.validate()?;
         let v = cfg.max_observed_speed;
-        let (angles_low, angles_high) = ([-PI; 3], [PI; 3]);
+        let turn = std::f32::consts::TAU;
         let observation_space = Space::new(
-            [&angles_low[..], &[-v; 3], &angles_low, &angles_low].concat(),
-            [&angles_high[..], &[v; 3], &angles_high, &angles_high].concat(),
+            [[-turn; 3], [-v; 3], [-turn; 3], [-PI; 3]].concat(),
+            [[turn; 3], [v; 3], [turn; 3], [PI; 3]].concat(),
         );
         let chain = Self::chain(&cfg, &[0.0; 3], &[0.0; 3]);
         Ok(Ur5Reacher {
@@ -338,7 +341,12 @@ impl Ur5Reacher {
 
     /// The current observation.
     pub fn observe(&self) -> Vec<f32> {
-        let angles: Vec<f32> = self.chain.angles().into_iter().map(wrap_angle).collect();
+        let angles: Vec<f32> = self
+            .chain
+            .angles()
+            .into_iter()
+            .map(|a| a % std::f32::consts::TAU)
+            .collect();
         let v = self.cfg.max_observed_speed;
         let velocities = self.chain.velocities().into_iter().map(|w| w.clamp(-v, v));
         let mut obs = Vec::with_capacity(12);
@@ -492,6 +500,20 @@ mod tests {
             obs[1] > pose[1] + 0.1,
             "without torque the arm falls: {obs:?}"
         );
+    }
+
+    #[test]
+    fn angles_are_observed_modulo_a_full_turn_keeping_their_sign() {
+        let mut env = Ur5Reacher::new(Ur5ReacherConfig::default()).unwrap();
+        env.reset(Some(0));
+        // Just past ±π the angle is observed as it is, not wrapped to ∓π.
+        env.set_state([3.3, -3.3, 7.0], [0.0; 3], [0.0; 3]);
+        let obs = env.observe();
+        let want = [3.3, -3.3, 7.0 - std::f32::consts::TAU];
+        assert_near([obs[0], obs[1], obs[2]], want, "observed");
+        assert_near([obs[6], obs[7], obs[8]], want, "achieved");
+        // The goal test still compares angles across the jump: 3.3 is −2.98.
+        assert!(env.is_success(&[3.3, 0.0, 0.0], &[3.3 - std::f32::consts::TAU, 0.0, 0.0]));
     }
 
     #[test]
