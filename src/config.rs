@@ -685,7 +685,7 @@ fn ur5_hac(levels: usize) -> RunConfig {
     };
     RunConfig {
         algo: AlgoConfig::Hac(algo),
-        train: paper_train(1_000),
+        train: paper_train(500),
         ..goal_preset(env("ur5-reacher", &reacher))
     }
 }
@@ -708,7 +708,7 @@ fn pendulum_hac(levels: usize) -> RunConfig {
     };
     RunConfig {
         algo: AlgoConfig::Hac(algo),
-        train: paper_train(1_000),
+        train: paper_train(500),
         ..goal_preset(env("pendulum", &pendulum))
     }
 }
