@@ -130,7 +130,8 @@ mod tests {
         let refused = crate::train::check_config(&cfg).unwrap_err().to_string();
         assert!(
             refused.contains(
-                "algo `ddpg` needs a goal-conditioned env (arm-push, ball-to-net, point-goal), \
+                "algo `ddpg` needs a goal-conditioned env (arm-push, ball-to-net, ur5-reacher, \
+                 pendulum, point-goal), \
                  not `worm`"
             ),
             "{refused}"
