@@ -56,19 +56,9 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             render_chain(&frames, task.top_view(), &out, &chain_options(&task))?
         }
         (Scene::Chain(task), _) => {
-            let policy = frozen_policy(&cfg, &state)?;
-            let mut env = make_goal_env(&cfg)?;
-            let mut frames = Vec::new();
-            rollout(
-                &mut env,
-                policy.as_ref(),
-                episodes,
-                seed,
-                |_, obs, episode| {
-                    frames.push(task.frame(episode, obs, &[])?);
-                    Ok(())
-                },
-            )?;
+            let frames = policy_frames(&cfg, &state, episodes, seed, |episode, obs| {
+                task.frame(episode, obs, &[])
+            })?;
             render_chain(&frames, task.top_view(), &out, &chain_options(&task))?
         }
         (Scene::Worm(worm), _) => {
@@ -88,9 +78,9 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
             render_worm(&frames, &out)?
         }
         (Scene::Arm(layout), _) => {
-            let policy = frozen_policy(&cfg, &state)?;
-            let mut env = make_goal_env(&cfg)?;
-            let frames = arm_frames(&mut env, policy.as_ref(), episodes, seed)?;
+            let frames = policy_frames(&cfg, &state, episodes, seed, |episode, obs| {
+                arm_frame(episode, obs, &[])
+            })?;
             render_arm(&layout, &frames, &out)?
         }
     };
@@ -156,19 +146,28 @@ fn rollout<E: Env>(
     Ok(())
 }
 
-/// Gripper, object and goal positions of arm-task rollouts, read from the
-/// observations (the same layout for push and ball).
-fn arm_frames<E: Env>(
-    env: &mut E,
-    policy: &dyn Policy,
+/// The checkpointed agent's frozen-policy episodes on the goal env and the
+/// evaluation seeds, a frame per observation drawn by `frame(episode, obs)`.
+fn policy_frames<T>(
+    cfg: &RunConfig,
+    state: &[u8],
     episodes: usize,
     seed: u64,
-) -> Result<Vec<ArmFrameInput>> {
+    frame: impl Fn(usize, &[f32]) -> Result<T>,
+) -> Result<Vec<T>> {
+    let policy = frozen_policy(cfg, state)?;
+    let mut env = make_goal_env(cfg)?;
     let mut frames = Vec::new();
-    rollout(env, policy, episodes, seed, |_, obs, episode| {
-        frames.push(arm_frame(episode, obs, &[])?);
-        Ok(())
-    })?;
+    rollout(
+        &mut env,
+        policy.as_ref(),
+        episodes,
+        seed,
+        |_, obs, episode| {
+            frames.push(frame(episode, obs)?);
+            Ok(())
+        },
+    )?;
     Ok(frames)
 }
 

@@ -51,6 +51,16 @@ pub(crate) struct JointChain {
     damping: Vec<f32>,
 }
 
+/// The chain's state; the rapier world has no `Debug`.
+impl std::fmt::Debug for JointChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JointChain")
+            .field("angles", &self.angles())
+            .field("velocities", &self.velocities())
+            .finish_non_exhaustive()
+    }
+}
+
 impl JointChain {
     /// A chain of `links` on a fixed base, with `gravity`, physics steps of
     /// `dt` s and joint damping `damping` (N·m·s/rad per joint), starting at

@@ -171,6 +171,7 @@ pub fn scripted_swing_up_action(config: &InvertedPendulumConfig, obs: &[f32]) ->
 }
 
 /// The inverted pendulum, `pendulum`; see the module docs.
+#[derive(Debug)]
 pub struct InvertedPendulum {
     cfg: InvertedPendulumConfig,
     chain: JointChain,
@@ -179,15 +180,6 @@ pub struct InvertedPendulum {
     action_space: Space,
     rng: StdRng,
     limit: TimeLimit,
-}
-
-impl std::fmt::Debug for InvertedPendulum {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InvertedPendulum")
-            .field("cfg", &self.cfg)
-            .field("goal", &self.goal)
-            .finish_non_exhaustive()
-    }
 }
 
 impl InvertedPendulum {

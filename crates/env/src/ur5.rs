@@ -261,6 +261,7 @@ pub fn scripted_reach_action(config: &Ur5ReacherConfig, obs: &[f32]) -> Vec<f32>
 }
 
 /// The UR5 reacher, `ur5-reacher`; see the module docs.
+#[derive(Debug)]
 pub struct Ur5Reacher {
     cfg: Ur5ReacherConfig,
     chain: JointChain,
@@ -269,15 +270,6 @@ pub struct Ur5Reacher {
     action_space: Space,
     rng: StdRng,
     limit: TimeLimit,
-}
-
-impl std::fmt::Debug for Ur5Reacher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ur5Reacher")
-            .field("cfg", &self.cfg)
-            .field("goal", &self.goal)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Ur5Reacher {
