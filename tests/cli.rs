@@ -966,8 +966,11 @@ fn preset_toy_reinforce_runs_end_to_end() {
 }
 
 #[test]
-fn preset_push_ddpg_her_runs_end_to_end() {
-    run_preset("push-ddpg-her", 2, FEW_UPDATES, true);
+fn preset_push_ddpg_her_runs_end_to_end_and_renders_its_policy() {
+    let run = run_preset("push-ddpg-her", 2, FEW_UPDATES, true);
+    let out = shoal(&["render", "run", "--episodes", "1"], run.parent().unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(run.join("render.png").is_file());
 }
 
 #[test]
