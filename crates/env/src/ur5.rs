@@ -243,6 +243,16 @@ pub fn ur5_joint_points(angles: &[f32]) -> [[f32; 3]; 4] {
     ]
 }
 
+/// The largest joint-angle difference between `achieved` and `desired`
+/// (each wrapped to [−π, π)), rad: what `ur5-reacher`'s goal test bounds.
+pub fn ur5_angle_error(achieved: &[f32], desired: &[f32]) -> f32 {
+    achieved
+        .iter()
+        .zip(desired)
+        .map(|(a, d)| wrap_angle(a - d).abs())
+        .fold(0.0, f32::max)
+}
+
 /// A PD controller with gravity compensation toward the goal angles of
 /// `obs`: the scripted solution of `ur5-reacher`, in `[-1, 1]` action units.
 pub fn scripted_reach_action(config: &Ur5ReacherConfig, obs: &[f32]) -> Vec<f32> {
@@ -348,14 +358,6 @@ impl Ur5Reacher {
         obs.extend_from_slice(&self.goal);
         obs
     }
-
-    fn angle_error(achieved: &[f32], desired: &[f32]) -> f32 {
-        achieved
-            .iter()
-            .zip(desired)
-            .map(|(a, d)| wrap_angle(a - d).abs())
-            .fold(0.0, f32::max)
-    }
 }
 
 impl Env for Ur5Reacher {
@@ -397,7 +399,7 @@ impl Env for Ur5Reacher {
         let (achieved, desired) = (&obs[6..9], &obs[9..12]);
         let success = self.is_success(achieved, desired);
         let reward = self.compute_reward(achieved, desired);
-        let error = Self::angle_error(achieved, desired);
+        let error = ur5_angle_error(achieved, desired);
         Ok(self.limit.finish(Step {
             terminated: success && self.cfg.terminate_on_success,
             truncated: false,
@@ -416,7 +418,7 @@ impl GoalEnv for Ur5Reacher {
     }
 
     fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
-        Self::angle_error(achieved, desired) <= self.cfg.angle_threshold
+        ur5_angle_error(achieved, desired) <= self.cfg.angle_threshold
     }
 }
 
@@ -481,7 +483,7 @@ mod tests {
         for _ in 0..20 {
             env.step(&hold).unwrap();
         }
-        let drift = Ur5Reacher::angle_error(&env.observe()[..3], &pose);
+        let drift = ur5_angle_error(&env.observe()[..3], &pose);
         assert!(drift < 0.01, "held pose drifted by {drift} rad");
         env.set_state(pose, [0.0; 3], [3.0, 0.0, 0.0]);
         for _ in 0..20 {

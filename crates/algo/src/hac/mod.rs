@@ -16,7 +16,9 @@
 //! level `i − 1` gets at most `H` actions to reach it. Level 0 acts in the
 //! environment. An attempt of level `i` ends after `H` actions, when the
 //! achieved goal reaches the goal of level `i` or of any level above it, or
-//! when the environment ends the episode. Each level is a DDPG learner
+//! when the environment ends the episode; with
+//! [`HacConfig::top_level_unlimited`] the top level's one attempt has no
+//! `H` limit and lasts the episode. Each level is a DDPG learner
 //! ([`ActorCritic`]) whose critic targets are clipped to `[−H, 0]`.
 //!
 //! # Transitions (the part that is easy to get wrong)

@@ -245,11 +245,7 @@ impl ChainTask {
     ) -> Result<ChainFrameInput> {
         let (angles, goal, status) = match self {
             ChainTask::Ur5 if obs.len() == 12 => {
-                let error = obs[6..9]
-                    .iter()
-                    .zip(&obs[9..12])
-                    .map(|(a, g)| shoal_env::wrap_angle(a - g).abs())
-                    .fold(0.0, f32::max);
+                let error = shoal_env::ur5_angle_error(&obs[6..9], &obs[9..12]);
                 let status = format!("largest angle error {:.1}°", error.to_degrees());
                 (&obs[..3], &obs[9..12], status)
             }
