@@ -63,15 +63,14 @@ pub fn chain_scene(
             .unwrap_or(Bounds::new([-1.0, -1.0], [1.0, 1.0]))
             .padded(0.08)
     };
-    let mut views = vec![View::new("from the side", bounds([0, 2])).axes("x (m)", "z (m)")];
-    if top_view {
-        views.push(View::new("from above", bounds([0, 1])).axes("x (m)", "y (m)"));
-    }
-    let panels: Vec<(usize, [usize; 2])> = if top_view {
-        vec![(0, [0, 2]), (1, [0, 1])]
-    } else {
-        vec![(0, [0, 2])]
-    };
+    // Each panel: the world axes it shows, its title and its vertical axis' label.
+    const SIDE: ([usize; 2], &str, &str) = ([0, 2], "from the side", "z (m)");
+    const ABOVE: ([usize; 2], &str, &str) = ([0, 1], "from above", "y (m)");
+    let panels: &[([usize; 2], &str, &str)] = if top_view { &[SIDE, ABOVE] } else { &[SIDE] };
+    let views = panels
+        .iter()
+        .map(|&(axes, name, label)| View::new(name, bounds(axes)).axes("x (m)", label))
+        .collect();
     let scene = Scene::new(title, width, height, views);
     let episodes = inputs.last().map_or(0, |i| i.episode + 1);
     let steps = options.frame_steps(inputs.len());
@@ -82,7 +81,7 @@ pub fn chain_scene(
         if step > 0 && inputs[step - 1].episode != input.episode {
             trails.iter_mut().for_each(Trail::clear);
         }
-        for ((_, axes), trail) in panels.iter().zip(&mut trails) {
+        for ((axes, ..), trail) in panels.iter().zip(&mut trails) {
             if let Some(tip) = input.points.last() {
                 trail.push([tip[axes[0]], tip[axes[1]]]);
             }
@@ -101,7 +100,7 @@ pub fn chain_scene(
             ),
             panels.len(),
         );
-        for (&(view, axes), trail) in panels.iter().zip(&trails) {
+        for (view, (&(axes, ..), trail)) in panels.iter().zip(&trails).enumerate() {
             let project = |points: &[[f32; 3]]| -> Vec<[f32; 2]> {
                 points.iter().map(|p| [p[axes[0]], p[axes[1]]]).collect()
             };
