@@ -104,38 +104,14 @@ pub fn chain_scene(
             let project = |points: &[[f32; 3]]| -> Vec<[f32; 2]> {
                 points.iter().map(|p| [p[axes[0]], p[axes[1]]]).collect()
             };
-            frame.draw(
-                view,
-                Shape::Polyline {
-                    points: project(&input.goal),
-                    colour: Rgb::GREEN,
-                    width: 3,
-                },
-            );
-            for (level, pose) in input.subgoals.iter().enumerate() {
-                frame.draw(
-                    view,
-                    Shape::Polyline {
-                        points: project(pose),
-                        colour: SUBGOAL_COLOURS[level % SUBGOAL_COLOURS.len()],
-                        width: 2,
-                    },
-                );
+            draw_pose(&mut frame, view, &project(&input.goal), Rgb::GREEN, 3);
+            for (level, subgoal) in input.subgoals.iter().enumerate() {
+                let colour = SUBGOAL_COLOURS[level % SUBGOAL_COLOURS.len()];
+                draw_pose(&mut frame, view, &project(subgoal), colour, 2);
             }
             frame.draw(view, trail.shape(Rgb(170, 200, 230), 1));
             let chain = project(&input.points);
-            // Link by link: a folded arm seen from above doubles back on
-            // itself, and a wide polyline's join at such a turn is a spike.
-            for link in chain.windows(2) {
-                frame.draw(
-                    view,
-                    Shape::Polyline {
-                        points: link.to_vec(),
-                        colour: Rgb::BLUE,
-                        width: 5,
-                    },
-                );
-            }
+            draw_pose(&mut frame, view, &chain, Rgb::BLUE, 5);
             for joint in chain {
                 frame.draw(
                     view,
@@ -151,6 +127,22 @@ pub fn chain_scene(
         frames.push(frame);
     }
     (scene, frames)
+}
+
+/// A pose drawn link by link: a folded arm seen from above doubles back on
+/// itself, and a wide polyline's join at such a turn is a spike across the
+/// picture.
+fn draw_pose(frame: &mut Frame, view: usize, points: &[[f32; 2]], colour: Rgb, width: u32) {
+    for link in points.windows(2) {
+        frame.draw(
+            view,
+            Shape::Polyline {
+                points: link.to_vec(),
+                colour,
+                width,
+            },
+        );
+    }
 }
 
 /// Renders a jointed task's rollout to `out_gif` and its last frame to the
