@@ -774,13 +774,16 @@ impl RunConfig {
     /// The worker-aware defaults of a preset trained on several workers: the
     /// settings that set the update work per episode of experience follow
     /// `parallel.workers` unless an override names them. One rule so far,
-    /// the one the measurements support (docs/experiments/scaling-push.md):
-    /// under gradient averaging, DDPG's workers share the preset's batch
-    /// (`algo.batch_size` = batch / N, at least 1), so each update still
-    /// averages one batch's worth of samples. At 8 workers that projected a
-    /// median efficiency of 0.91 against 0.56 with a full batch each, and at
-    /// 4 workers 1.35 against 0.68. HAC and PPO keep their settings: no
-    /// measurement has yet chosen a rule for them.
+    /// the one the measurements support: under gradient averaging, the
+    /// workers of DDPG and HAC share the preset's batch (`algo.batch_size` =
+    /// batch / N, at least 1), so each update still averages one batch's
+    /// worth of samples. For DDPG at 8 workers that projected a median
+    /// efficiency of 0.91 against 0.56 with a full batch each, and at 4
+    /// workers 1.35 against 0.68 (docs/experiments/scaling-push.md); for
+    /// HAC, two workers on two cores reached 0.9 sooner than one
+    /// (docs/experiments/hac-shared-batch.md). PPO keeps its settings:
+    /// neither averaging nor gathering reached the gait sooner than one
+    /// worker (docs/experiments/ppo-gather-scaling.md).
     ///
     /// Applied to presets only: a config file (a run's saved `config.toml`
     /// among them) already holds the values it trains with.
@@ -794,10 +797,13 @@ impl RunConfig {
         if self.parallel.strategy != StrategyKind::Averaging || workers == 1 {
             return;
         }
-        if let AlgoConfig::Ddpg(ddpg) = &mut self.algo
-            && !named("algo.batch_size")
-        {
-            ddpg.batch_size = (ddpg.batch_size / workers).max(1);
+        if named("algo.batch_size") {
+            return;
+        }
+        match &mut self.algo {
+            AlgoConfig::Ddpg(ddpg) => ddpg.batch_size = (ddpg.batch_size / workers).max(1),
+            AlgoConfig::Hac(hac) => hac.batch_size = (hac.batch_size / workers).max(1),
+            AlgoConfig::Reinforce(_) | AlgoConfig::Ppo(_) => {}
         }
     }
 

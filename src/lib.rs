@@ -39,3 +39,13 @@ pub mod render;
 pub mod scale;
 pub mod sweep;
 pub mod train;
+
+/// The library pages' code, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/custom-env.md")]
+pub struct CustomEnvPage;
+
+/// The strategy page's trait example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/custom-strategy.md")]
+pub struct CustomStrategyPage;

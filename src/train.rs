@@ -188,7 +188,8 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
                     .map(|c| c.to_toml())
             })
         })
-        .parallel(parallel);
+        .parallel(parallel)
+        .summary_field("matmul_kernels", shoal_policy::matmul_kernels());
     let entry = cfg.envs.get(&cfg.env.kind).ok().copied();
     if let Some(reference) = entry.and_then(|e| e.reference) {
         let (settings, seed) = (cfg.env.settings.clone(), cfg.seed);

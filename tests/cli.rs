@@ -677,28 +677,37 @@ fn config_prints_the_configuration_train_runs_with() {
 }
 
 #[test]
-fn averaging_workers_share_the_ddpg_presets_batch_unless_it_is_set() {
+fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
     let dir = scratch("worker-aware");
-    let batch = |extra: &[&str]| {
+    let preset_batch = |preset: &str, key: &str, extra: &[&str]| {
         let args = [
-            &[
-                "config",
-                "push-ddpg-her",
-                "--set",
-                "parallel.strategy=\"averaging\"",
-            ][..],
+            &["config", preset, "--set", "parallel.strategy=\"averaging\""][..],
             extra,
         ]
         .concat();
         let out = shoal(&args, &dir);
         assert!(out.status.success(), "{}", stderr(&out));
         let cfg: toml::Table = toml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
-        cfg["algo"]["batch_size"].as_integer().unwrap()
+        cfg["algo"][key].as_integer().unwrap()
     };
+    let batch = |extra: &[&str]| preset_batch("push-ddpg-her", "batch_size", extra);
     // The documented values: 256 shared by the workers.
     assert_eq!(batch(&["--workers", "1"]), 256);
     assert_eq!(batch(&["--workers", "2"]), 128);
     assert_eq!(batch(&["--workers", "8"]), 32);
+    assert_eq!(
+        preset_batch("push-hac", "batch_size", &["--workers", "2"]),
+        128
+    );
+    assert_eq!(
+        preset_batch("push-hac", "batch_size", &["--workers", "8"]),
+        32
+    );
+    // PPO keeps its minibatches: no measurement chose a rule for it.
+    assert_eq!(
+        preset_batch("worm-ppo", "minibatches", &["--workers", "8"]),
+        preset_batch("worm-ppo", "minibatches", &["--workers", "1"])
+    );
     // An explicit setting wins, before or after the worker count.
     assert_eq!(
         batch(&["--workers", "8", "--set", "algo.batch_size=256"]),

@@ -435,50 +435,7 @@ mod tests {
     use crate::arm::testutil::{self, random_policy, rollout, solved};
     use shoal_core::{Env, GoalEnv};
 
-    fn env(config: BallToNetConfig) -> BallToNet {
-        BallToNet::new(config).unwrap()
-    }
-
-    fn scripted(config: &BallToNetConfig) -> impl Fn(&[f32]) -> [f32; 4] + '_ {
-        move |obs| scripted_strike_action(obs, config)
-    }
-
-    #[test]
-    fn passes_the_goal_env_checker() {
-        crate::check_goal_env(BallToNet::default).unwrap();
-        let strict = BallToNetConfig::default()
-            .clip_actions(false)
-            .terminate_on_success(false);
-        crate::check_goal_env(|| env(strict.clone())).unwrap();
-    }
-
-    #[test]
-    fn reset_with_same_seed_gives_same_episode() {
-        let config = BallToNetConfig::default();
-        testutil::check_seeded_determinism(&mut env(config.clone()), scripted(&config));
-    }
-
-    #[test]
-    fn observations_rewards_and_info_agree() {
-        let config = BallToNetConfig::default();
-        testutil::check_observations_and_rewards(&mut env(config.clone()), 0.05, scripted(&config));
-    }
-
-    #[test]
-    fn compute_reward_is_the_sparse_threshold_reward() {
-        testutil::check_compute_reward(&BallToNet::default(), 0.05);
-    }
-
-    #[test]
-    fn bad_actions_are_errors_and_ended_episodes_need_reset() {
-        testutil::check_action_errors(&mut BallToNet::default());
-    }
-
-    #[test]
-    fn out_of_range_actions_are_clipped_unless_clipping_is_off() {
-        let strict = BallToNetConfig::default().clip_actions(false);
-        testutil::check_clipping(&mut BallToNet::default(), &mut env(strict));
-    }
+    testutil::arm_task_contract_tests!(BallToNet, BallToNetConfig, scripted_strike_action);
 
     #[test]
     fn net_lies_ahead_of_the_ball_on_the_table() {

@@ -387,50 +387,11 @@ mod tests {
     use crate::arm::testutil::{self, random_policy, rollout, solved};
     use shoal_core::{Env, GoalEnv};
 
-    fn env(config: ArmPushConfig) -> ArmPush {
-        ArmPush::new(config).unwrap()
-    }
-
-    fn scripted(config: &ArmPushConfig) -> impl Fn(&[f32]) -> [f32; 4] + '_ {
-        move |obs| scripted_push_action(obs, config)
-    }
+    testutil::arm_task_contract_tests!(ArmPush, ArmPushConfig, scripted_push_action);
 
     #[test]
-    fn passes_the_goal_env_checker() {
-        crate::check_goal_env(ArmPush::default).unwrap();
-        let strict = ArmPushConfig::default()
-            .clip_actions(false)
-            .terminate_on_success(false);
-        crate::check_goal_env(|| env(strict.clone())).unwrap();
-    }
-
-    #[test]
-    fn reset_with_same_seed_gives_same_episode() {
-        let config = ArmPushConfig::default();
-        testutil::check_seeded_determinism(&mut env(config.clone()), scripted(&config));
-    }
-
-    #[test]
-    fn observations_rewards_and_info_agree() {
-        let config = ArmPushConfig::default();
-        testutil::check_observations_and_rewards(&mut env(config.clone()), 0.05, scripted(&config));
-    }
-
-    #[test]
-    fn compute_reward_is_the_sparse_threshold_reward() {
-        testutil::check_compute_reward(&ArmPush::default(), 0.05);
+    fn compute_reward_follows_the_distance_threshold() {
         testutil::check_compute_reward(&env(ArmPushConfig::default().distance_threshold(0.1)), 0.1);
-    }
-
-    #[test]
-    fn bad_actions_are_errors_and_ended_episodes_need_reset() {
-        testutil::check_action_errors(&mut ArmPush::default());
-    }
-
-    #[test]
-    fn out_of_range_actions_are_clipped_unless_clipping_is_off() {
-        let strict = ArmPushConfig::default().clip_actions(false);
-        testutil::check_clipping(&mut ArmPush::default(), &mut env(strict));
     }
 
     #[test]

@@ -68,6 +68,30 @@ pub fn training_device() -> Device {
     Device::flex().autodiff()
 }
 
+/// The matrix kernels this build runs on this CPU: `"avx512"`, `"avx2-fma"`,
+/// `"scalar"` (x86-64) or the target architecture's name.
+///
+/// A seed gives the same records on two machines only where this is the same
+/// (and, for products with an inner dimension above 512, where the L1 caches
+/// block them alike: docs/getting-started.md). `"avx512"` needs the `avx512`
+/// feature and a CPU with AVX-512F.
+pub fn matmul_kernels() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if cfg!(feature = "avx512") && std::arch::is_x86_feature_detected!("avx512f") {
+            "avx512"
+        } else if std::arch::is_x86_feature_detected!("fma") {
+            "avx2-fma"
+        } else {
+            "scalar"
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::env::consts::ARCH
+    }
+}
+
 /// A `[rows.len() / width, width]` tensor from row-major values.
 pub fn rows_to_tensor(rows: &[f32], width: usize, device: &Device) -> Tensor<2> {
     Tensor::from_data(

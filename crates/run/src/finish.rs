@@ -31,6 +31,9 @@ pub(crate) fn finish_run<L: Learner + ?Sized>(
     .extra("eval_return_std", eval.return_std)
     .extra("workers", spec.parallel.workers)
     .extra("strategy", spec.parallel.strategy.as_str());
+    for (key, value) in &spec.summary_fields {
+        summary = summary.extra(key, value.clone());
+    }
     if spec.train.stop_at_target {
         summary = summary.extra("stopped_at_target", counters.episodes < spec.train.episodes);
     }
@@ -66,7 +69,7 @@ pub(crate) fn write_interrupted(
     counters: Counters,
 ) -> Result<Summary> {
     recorder.progress.finish();
-    let summary = Summary {
+    let mut summary = Summary {
         episodes: counters.episodes,
         env_steps: counters.env_steps,
         wall_s: recorder.wall(),
@@ -75,6 +78,9 @@ pub(crate) fn write_interrupted(
     .extra("interrupted", true)
     .extra("workers", spec.parallel.workers)
     .extra("strategy", spec.parallel.strategy.as_str());
+    for (key, value) in &spec.summary_fields {
+        summary = summary.extra(key, value.clone());
+    }
     summary.write(recorder.run.path())?;
     Ok(summary)
 }

@@ -165,6 +165,9 @@ pub struct RunSpec {
     pub migrate_saved_config: Option<MigrateFn>,
     /// Workers and backend.
     pub parallel: ParallelSpec,
+    /// Facts about the run that `summary.json` records beside its results,
+    /// e.g. which matrix kernels ran (a seed's records depend on them).
+    pub summary_fields: Vec<(String, serde_json::Value)>,
 }
 
 impl std::fmt::Debug for RunSpec {
@@ -193,6 +196,7 @@ impl RunSpec {
             resume_may_change: vec!["train".into()],
             migrate_saved_config: None,
             parallel: ParallelSpec::default(),
+            summary_fields: Vec::new(),
         }
     }
 
@@ -242,6 +246,17 @@ impl RunSpec {
     #[must_use]
     pub fn parallel(mut self, parallel: ParallelSpec) -> Self {
         self.parallel = parallel;
+        self
+    }
+
+    /// Adds a fact `summary.json` records under `key`.
+    #[must_use]
+    pub fn summary_field(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.summary_fields.push((key.into(), value.into()));
         self
     }
 }

@@ -195,3 +195,64 @@ pub(crate) fn check_clipping<E: Env>(clipping: &mut E, strict: &mut E) {
         Err(Error::ActionOutOfBounds { index: 0, .. })
     ));
 }
+
+/// The contract tests every arm task passes, in the task's test module:
+/// `env(config)`, `scripted(&config)` (its scripted solver as a policy), and
+/// the goal-env checker, seeded determinism, observation and reward
+/// agreement, action errors and clipping, each run on `$env`.
+macro_rules! arm_task_contract_tests {
+    ($env:ident, $config:ident, $scripted:ident) => {
+        fn env(config: $config) -> $env {
+            $env::new(config).unwrap()
+        }
+
+        fn scripted(config: &$config) -> impl Fn(&[f32]) -> [f32; 4] + '_ {
+            move |obs| $scripted(obs, config)
+        }
+
+        #[test]
+        fn passes_the_goal_env_checker() {
+            $crate::check_goal_env($env::default).unwrap();
+            let strict = $config::default()
+                .clip_actions(false)
+                .terminate_on_success(false);
+            $crate::check_goal_env(|| env(strict.clone())).unwrap();
+        }
+
+        #[test]
+        fn reset_with_same_seed_gives_same_episode() {
+            let config = $config::default();
+            $crate::arm::testutil::check_seeded_determinism(
+                &mut env(config.clone()),
+                scripted(&config),
+            );
+        }
+
+        #[test]
+        fn observations_rewards_and_info_agree() {
+            let config = $config::default();
+            $crate::arm::testutil::check_observations_and_rewards(
+                &mut env(config.clone()),
+                0.05,
+                scripted(&config),
+            );
+        }
+
+        #[test]
+        fn compute_reward_is_the_sparse_threshold_reward() {
+            $crate::arm::testutil::check_compute_reward(&$env::default(), 0.05);
+        }
+
+        #[test]
+        fn bad_actions_are_errors_and_ended_episodes_need_reset() {
+            $crate::arm::testutil::check_action_errors(&mut $env::default());
+        }
+
+        #[test]
+        fn out_of_range_actions_are_clipped_unless_clipping_is_off() {
+            let strict = $config::default().clip_actions(false);
+            $crate::arm::testutil::check_clipping(&mut $env::default(), &mut env(strict));
+        }
+    };
+}
+pub(crate) use arm_task_contract_tests;
