@@ -6,6 +6,11 @@
 //! before it on the same page. A `--out` never takes a name another command
 //! trains into by default (`runs/<preset>`), which would be refused.
 //!
+//! Then every one of them runs, page by page and in the page's order, in a
+//! scratch directory, with its budgets shrunk a thousandfold: the
+//! directories a command reads must exist and hold what it needs (a
+//! checkpoint number it names, a sweep `shoal scale` can read).
+//!
 //! The experiment reports under docs/experiments are records of what was
 //! run at their commit and are not checked.
 
@@ -13,7 +18,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use shoal::cli::{Cli, Command, ConfigArgs};
+use shoal::cli::{Cli, Command, ConfigArgs, TrainArgs};
 use shoal::config::{PRESETS, RunConfig};
 use shoal::train::check_config;
 
@@ -251,4 +256,185 @@ fn the_checks_catch_what_they_are_for() {
          --workers 2 --set parallel.strategy=gather --out runs/b",
         &mut made
     ));
+}
+
+/// Budgets of the executed commands: a thousandth of the documented ones.
+const SHRINK: u64 = 1000;
+
+/// `--set` assignments that shrink `cfg`'s budget: episodes, evaluation and
+/// checkpoint intervals by [`SHRINK`] (at least one parallel iteration of
+/// `workers`), one evaluation episode, one update per DDPG/HAC cycle.
+fn tiny_budget(cfg: &RunConfig, workers: usize) -> Vec<String> {
+    let scaled = |n: u64| n.div_ceil(SHRINK).max(1);
+    let per_iteration = if workers > 1 {
+        (workers * cfg.parallel.episodes_per_iteration) as u64
+    } else {
+        1
+    };
+    let mut set = vec![
+        format!(
+            "train.episodes={}",
+            scaled(cfg.train.episodes).max(2 * per_iteration)
+        ),
+        format!("train.eval_every={}", scaled(cfg.train.eval_every)),
+        format!(
+            "train.checkpoint_every={}",
+            scaled(cfg.train.checkpoint_every)
+        ),
+        "train.eval_episodes=1".to_string(),
+        "train.final_eval_episodes=1".to_string(),
+    ];
+    if matches!(cfg.algo.kind(), "ddpg" | "hac") {
+        set.push("algo.n_batches=1".to_string());
+    }
+    set
+}
+
+/// `args` with the budget a run of `cfg` would have shrunk: the settings of
+/// [`tiny_budget`] appended to a fresh run or sweep, a resume's own
+/// `train.episodes` scaled like a fresh run's.
+fn shrunk(args: &[String], cli: &Cli) -> Vec<String> {
+    let with_sets = |sets: Vec<String>| {
+        let mut out = args.to_vec();
+        for set in sets {
+            out.extend(["--set".to_string(), set]);
+        }
+        out
+    };
+    match &cli.command {
+        Command::Train(TrainArgs {
+            source: Some(_), ..
+        })
+        | Command::Sweep(_)
+            if !args.iter().any(|a| a.ends_with(".toml")) =>
+        {
+            let (cfg, workers) = match &cli.command {
+                Command::Train(train) => {
+                    let cfg = train.resolve().unwrap();
+                    let workers = cfg.parallel.workers;
+                    (cfg, workers)
+                }
+                Command::Sweep(sweep) => {
+                    let cfg = RunConfig::resolve(&sweep.source, &sweep.overrides).unwrap();
+                    // The most workers any cell of the grid trains with.
+                    let workers = sweep
+                        .grid
+                        .iter()
+                        .filter_map(|g| g.strip_prefix("parallel.workers="))
+                        .flat_map(|values| values.split(','))
+                        .map(|n| n.trim().parse::<usize>().unwrap())
+                        .fold(cfg.parallel.workers, usize::max);
+                    (cfg, workers)
+                }
+                _ => unreachable!(),
+            };
+            with_sets(tiny_budget(&cfg, workers))
+        }
+        Command::Train(TrainArgs {
+            resume: Some(_), ..
+        }) => args
+            .iter()
+            .map(|a| match a.strip_prefix("train.episodes=") {
+                Some(n) => format!(
+                    "train.episodes={}",
+                    n.parse::<u64>().unwrap().div_ceil(SHRINK)
+                ),
+                None => a.clone(),
+            })
+            .collect(),
+        Command::BenchEnv { .. } => [args, &["--steps".into(), "2000".into()][..]].concat(),
+        Command::BenchParallel { .. } => [args, &["--episodes".into(), "1".into()][..]].concat(),
+        _ => args.to_vec(),
+    }
+}
+
+/// The run directories a command writes, for the commands this test cannot
+/// run (MPI, example programs): later commands that read them are skipped.
+fn writes(args: &[String]) -> Vec<PathBuf> {
+    let argv = std::iter::once("shoal".to_string()).chain(args.iter().cloned());
+    match Cli::try_parse_from(argv).map(|cli| cli.command) {
+        Ok(Command::Train(train)) => train
+            .out
+            .or_else(|| train.source.map(|s| Path::new("runs").join(s)))
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The run directories a command reads.
+fn reads(cli: &Cli) -> Vec<PathBuf> {
+    match &cli.command {
+        Command::Train(train) => train.resume.iter().cloned().collect(),
+        Command::Eval { run_dir, .. } | Command::Render { run_dir, .. } => vec![run_dir.clone()],
+        Command::Plot { run_dirs, .. } | Command::Compare { run_dirs, .. } => run_dirs.clone(),
+        Command::Scale(scale) => vec![scale.dir.clone()],
+        Command::Config(config) if config.source.ends_with(".toml") => {
+            vec![Path::new(&config.source).parent().unwrap().to_path_buf()]
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn every_documented_command_runs_with_a_tiny_budget() {
+    let scratch = std::env::temp_dir().join(format!("shoal-docs-run-{}", std::process::id()));
+    let mut ran = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let name = page
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap_or(&page)
+            .display()
+            .to_string();
+        let dir = scratch.join(name.replace('/', "_"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut unavailable: Vec<PathBuf> = Vec::new();
+        for (line_number, line) in shell_lines(&text) {
+            let words = shlex::split(&line).unwrap_or_default();
+            let elsewhere = words.first().is_some_and(|w| w == "mpirun" || w == "srun")
+                || words.iter().any(|w| w == "--example" || w == "mpi");
+            if words.iter().any(|w| w == "--example")
+                && let Some(at) = words.iter().position(|w| w == "--out")
+                && let Some(out) = words.get(at + 1)
+            {
+                unavailable.push(PathBuf::from(out));
+            }
+            for args in invocations(&line) {
+                if args.is_empty() || args[0].starts_with('-') && args[0] != "--help" {
+                    continue;
+                }
+                if elsewhere {
+                    unavailable.extend(writes(&args));
+                    continue;
+                }
+                let argv = std::iter::once("shoal".to_string()).chain(args.iter().cloned());
+                let cli = Cli::try_parse_from(argv).unwrap();
+                if reads(&cli)
+                    .iter()
+                    .any(|r| unavailable.iter().any(|u| r.starts_with(u)))
+                {
+                    continue;
+                }
+                let mut args = shrunk(&args, &cli);
+                if matches!(cli.command, Command::Train(_)) {
+                    args.push("--quiet".to_string());
+                }
+                let output = std::process::Command::new(env!("CARGO_BIN_EXE_shoal"))
+                    .args(&args)
+                    .current_dir(&dir)
+                    .output()
+                    .unwrap();
+                assert!(
+                    output.status.success(),
+                    "{name}:{line_number}: `shoal {}` failed:\n{}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                ran += 1;
+            }
+        }
+    }
+    std::fs::remove_dir_all(&scratch).ok();
+    assert!(ran >= 40, "only {ran} documented commands ran");
 }
