@@ -134,50 +134,25 @@ fn check_invocation(args: &[String], made: &mut Made, place: &str) {
                     out.display()
                 );
             }
-            if let Some(dir) = &train.resume {
-                made.require(dir, place);
-            }
-            match &train.source {
-                Some(source) if !source.ends_with(".toml") => {
-                    let cfg = train.resolve().unwrap_or_else(|e| panic!("{place}: {e}"));
-                    check_config(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
-                    made.dirs.insert(
-                        train
-                            .out
-                            .clone()
-                            .unwrap_or_else(|| Path::new("runs").join(source)),
-                    );
-                }
-                Some(file) => made.require(Path::new(file).parent().unwrap(), place),
-                None => {}
-            }
-        }
-        Command::Config(ConfigArgs { source, settings }) => {
-            if source.ends_with(".toml") {
-                made.require(Path::new(source).parent().unwrap(), place);
-            } else {
-                let cfg = RunConfig::resolve(source, &settings.overrides())
-                    .unwrap_or_else(|e| panic!("{place}: {e}"));
+            if train.source.as_ref().is_some_and(|s| !s.ends_with(".toml")) {
+                let cfg = train.resolve().unwrap_or_else(|e| panic!("{place}: {e}"));
                 check_config(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
             }
         }
-        Command::Sweep(sweep) => {
-            if !sweep.source.ends_with(".toml") {
-                shoal::sweep::check(sweep).unwrap_or_else(|e| panic!("{place}: {e}"));
-            }
-            made.dirs.insert(sweep.out.clone());
+        Command::Config(ConfigArgs { source, settings }) if !source.ends_with(".toml") => {
+            let cfg = RunConfig::resolve(source, &settings.overrides())
+                .unwrap_or_else(|e| panic!("{place}: {e}"));
+            check_config(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
         }
-        Command::Eval { run_dir, .. } | Command::Render { run_dir, .. } => {
-            made.require(run_dir, place)
+        Command::Sweep(sweep) if !sweep.source.ends_with(".toml") => {
+            shoal::sweep::check(sweep).unwrap_or_else(|e| panic!("{place}: {e}"));
         }
-        Command::Plot { run_dirs, .. } | Command::Compare { run_dirs, .. } => {
-            for dir in run_dirs {
-                made.require(dir, place);
-            }
-        }
-        Command::Scale(scale) => made.require(&scale.dir, place),
-        Command::BenchEnv { .. } | Command::BenchParallel { .. } => {}
+        _ => {}
     }
+    for dir in reads(&cli) {
+        made.require(&dir, place);
+    }
+    made.dirs.extend(writes(&cli));
 }
 
 #[test]
@@ -348,16 +323,21 @@ fn shrunk(args: &[String], cli: &Cli) -> Vec<String> {
     }
 }
 
-/// The run directories a command writes, for the commands this test cannot
-/// run (MPI, example programs): later commands that read them are skipped.
-fn writes(args: &[String]) -> Vec<PathBuf> {
-    let argv = std::iter::once("shoal".to_string()).chain(args.iter().cloned());
-    match Cli::try_parse_from(argv).map(|cli| cli.command) {
-        Ok(Command::Train(train)) => train
-            .out
-            .or_else(|| train.source.map(|s| Path::new("runs").join(s)))
-            .into_iter()
-            .collect(),
+/// The run directories a command makes: a fresh run of a preset (its
+/// `--out`, or `runs/<preset>`) and a sweep.
+fn writes(cli: &Cli) -> Vec<PathBuf> {
+    match &cli.command {
+        Command::Train(TrainArgs {
+            source: Some(source),
+            out,
+            ..
+        }) if !source.ends_with(".toml") => {
+            vec![
+                out.clone()
+                    .unwrap_or_else(|| Path::new("runs").join(source)),
+            ]
+        }
+        Command::Sweep(sweep) => vec![sweep.out.clone()],
         _ => Vec::new(),
     }
 }
@@ -365,7 +345,11 @@ fn writes(args: &[String]) -> Vec<PathBuf> {
 /// The run directories a command reads.
 fn reads(cli: &Cli) -> Vec<PathBuf> {
     match &cli.command {
-        Command::Train(train) => train.resume.iter().cloned().collect(),
+        Command::Train(train) => {
+            let config_file = train.source.as_deref().filter(|s| s.ends_with(".toml"));
+            let config_dir = config_file.map(|f| Path::new(f).parent().unwrap().to_path_buf());
+            train.resume.iter().cloned().chain(config_dir).collect()
+        }
         Command::Eval { run_dir, .. } | Command::Render { run_dir, .. } => vec![run_dir.clone()],
         Command::Plot { run_dirs, .. } | Command::Compare { run_dirs, .. } => run_dirs.clone(),
         Command::Scale(scale) => vec![scale.dir.clone()],
@@ -404,12 +388,12 @@ fn every_documented_command_runs_with_a_tiny_budget() {
                 if args.is_empty() || args[0].starts_with('-') && args[0] != "--help" {
                     continue;
                 }
-                if elsewhere {
-                    unavailable.extend(writes(&args));
-                    continue;
-                }
                 let argv = std::iter::once("shoal".to_string()).chain(args.iter().cloned());
                 let cli = Cli::try_parse_from(argv).unwrap();
+                if elsewhere {
+                    unavailable.extend(writes(&cli));
+                    continue;
+                }
                 if reads(&cli)
                     .iter()
                     .any(|r| unavailable.iter().any(|u| r.starts_with(u)))

@@ -28,12 +28,8 @@ pub(crate) fn finish_run<L: Learner + ?Sized>(
         ..Summary::default()
     }
     .eval(eval.episodes as u64, eval.return_mean, eval.success_rate)
-    .extra("eval_return_std", eval.return_std)
-    .extra("workers", spec.parallel.workers)
-    .extra("strategy", spec.parallel.strategy.as_str());
-    for (key, value) in &spec.summary_fields {
-        summary = summary.extra(key, value.clone());
-    }
+    .extra("eval_return_std", eval.return_std);
+    summary = with_run_facts(summary, spec);
     if spec.train.stop_at_target {
         summary = summary.extra("stopped_at_target", counters.episodes < spec.train.episodes);
     }
@@ -69,20 +65,29 @@ pub(crate) fn write_interrupted(
     counters: Counters,
 ) -> Result<Summary> {
     recorder.progress.finish();
-    let mut summary = Summary {
+    let summary = Summary {
         episodes: counters.episodes,
         env_steps: counters.env_steps,
         wall_s: recorder.wall(),
         ..Summary::default()
     }
-    .extra("interrupted", true)
-    .extra("workers", spec.parallel.workers)
-    .extra("strategy", spec.parallel.strategy.as_str());
-    for (key, value) in &spec.summary_fields {
-        summary = summary.extra(key, value.clone());
-    }
+    .extra("interrupted", true);
+    let summary = with_run_facts(summary, spec);
     summary.write(recorder.run.path())?;
     Ok(summary)
+}
+
+/// What every summary, final or interrupted, says of how the run ran:
+/// workers, strategy and the spec's own facts ([`RunSpec::summary_field`]).
+fn with_run_facts(summary: Summary, spec: &RunSpec) -> Summary {
+    let summary = summary
+        .extra("workers", spec.parallel.workers)
+        .extra("strategy", spec.parallel.strategy.as_str());
+    spec.summary_fields
+        .iter()
+        .fold(summary, |summary, (key, value)| {
+            summary.extra(key, value.clone())
+        })
 }
 
 /// Whether `summary` is [`write_interrupted`]'s.
