@@ -22,6 +22,11 @@
 //! Where a run had a core per worker to itself, its measured wall time (to
 //! the target and in all) is shown beside the projection, to check the
 //! model.
+//!
+//! Efficiency is `(T_base · base workers) / (T_N · N)` against the fewest
+//! workers in the sweep: once from the medians, and once seed by seed
+//! (each run against the run of its seed), whose median and range say how
+//! much of it is one lucky seed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +68,7 @@ pub struct ScaleArgs {
 #[derive(Clone, Debug)]
 struct ProfiledRun {
     dir: PathBuf,
+    seed: u64,
     workers: usize,
     backend: Backend,
     iterations: Vec<IterationCost>,
@@ -127,6 +133,7 @@ fn load_run(dir: &Path) -> Result<ProfiledRun> {
     });
     Ok(ProfiledRun {
         dir: dir.to_path_buf(),
+        seed: config.seed,
         workers,
         backend: config.parallel.backend,
         iterations,
@@ -195,6 +202,10 @@ pub struct ScaleRow {
     pub projected_s_to_target: Vec<Option<f64>>,
     /// Projected seconds of the whole run, by run.
     pub projected_s_total: Vec<f64>,
+    /// `(T_base · base workers) / (T · workers)` of each run against the
+    /// run of the same seed with the fewest workers (`None`: either run
+    /// missed the target, or no such run).
+    pub efficiency_by_seed: Vec<Option<f64>>,
     /// Measured seconds to the target on the training machine, by run.
     pub measured_s_to_target: Vec<Option<f64>>,
     /// Measured training seconds of the whole run, by run.
@@ -244,10 +255,28 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     for run in &runs {
         by_workers.entry(run.workers).or_default().push(run);
     }
-    let rows = by_workers
+    let mut rows = by_workers
         .iter()
         .map(|(&workers, group)| scale_row(workers, group, backend))
         .collect::<Result<Vec<_>>>()?;
+    let base: Vec<(u64, usize, Option<f64>)> = by_workers
+        .values()
+        .next()
+        .into_iter()
+        .flatten()
+        .zip(&rows[0].projected_s_to_target)
+        .map(|(run, &projected)| (run.seed, run.workers, projected))
+        .collect();
+    for (row, group) in rows.iter_mut().zip(by_workers.values()) {
+        row.efficiency_by_seed = group
+            .iter()
+            .zip(&row.projected_s_to_target)
+            .map(|(run, &projected)| {
+                let &(_, base_workers, base_s) = base.iter().find(|b| b.0 == run.seed)?;
+                Some(base_s? * base_workers as f64 / (projected? * run.workers as f64))
+            })
+            .collect();
+    }
     let table = table(&rows);
     print!(
         "{}",
@@ -284,6 +313,7 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
                     .copied()
                     .collect::<Vec<_>>(),
             ),
+            efficiency_by_seed: row.efficiency_by_seed.iter().flatten().copied().collect(),
         })
         .collect();
     let plot = args.dir.join(SCALE_PLOT);
@@ -338,6 +368,7 @@ fn scale_row(workers: usize, group: &[&ProfiledRun], backend: Backend) -> Result
         latency,
         projected_s_to_target: projections.iter().map(|p| p.1).collect(),
         projected_s_total: projections.iter().map(|p| p.0).collect(),
+        efficiency_by_seed: Vec::new(),
         measured_s_to_target: group.iter().map(|r| r.wall_s_to_target).collect(),
         measured_s_total: group.iter().map(|r| r.wall_s).collect(),
         run_dirs: group.iter().map(|r| r.dir.clone()).collect(),
@@ -388,6 +419,7 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
         "projected s to target",
         "speedup",
         "efficiency",
+        "efficiency by seed",
         "measured s to target",
         "measured / projected",
         "measured / projected, whole run",
@@ -436,6 +468,7 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
                 median_and_range(&flat(&row.projected_s_to_target)),
                 number(speedup),
                 number(speedup.map(|s| s / row.workers as f64)),
+                median_and_range(&flat(&row.efficiency_by_seed)),
                 median_and_range(&flat(&row.measured_s_to_target)),
                 median_and_range(&ratios),
                 median_and_range(&whole_run),

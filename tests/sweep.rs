@@ -195,6 +195,40 @@ fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
         .map(|r| r["workers"].as_u64().unwrap())
         .collect();
     assert_eq!(workers, [1, 2, 3]);
+    // Each run's efficiency against the one-worker run of its seed (the
+    // same `seed-K` folder name): T₁ / (T_N · N).
+    let seed_of = |run: &serde_json::Value| {
+        Path::new(run.as_str().unwrap())
+            .file_name()
+            .unwrap()
+            .to_owned()
+    };
+    let one_worker: Vec<_> = rows[0]["run_dirs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(seed_of)
+        .zip(rows[0]["projected_s_to_target"].as_array().unwrap())
+        .collect();
+    for row in rows {
+        let n = row["workers"].as_f64().unwrap();
+        let efficiencies = row["efficiency_by_seed"].as_array().unwrap();
+        let runs = row["run_dirs"].as_array().unwrap();
+        let projected = row["projected_s_to_target"].as_array().unwrap();
+        assert_eq!(efficiencies.len(), runs.len());
+        for ((efficiency, run), t_n) in efficiencies.iter().zip(runs).zip(projected) {
+            let (_, t_1) = one_worker
+                .iter()
+                .find(|(seed, _)| *seed == seed_of(run))
+                .unwrap();
+            let expected = t_1.as_f64().unwrap() / (t_n.as_f64().unwrap() * n);
+            let efficiency = efficiency.as_f64().unwrap();
+            assert!(
+                (efficiency - expected).abs() < 1e-12,
+                "{efficiency} vs {expected}"
+            );
+        }
+    }
     for row in rows {
         let n = row["workers"].as_u64().unwrap();
         assert_eq!(row["runs"], 2);

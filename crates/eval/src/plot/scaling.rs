@@ -1,6 +1,6 @@
 //! The figure of `shoal scale`: learning against episodes per worker for
-//! each worker count, and the time to the target on as many cores as
-//! workers.
+//! each worker count, the time to the target on as many cores as workers,
+//! and the efficiency that time gives, seed by seed.
 
 use std::path::Path;
 
@@ -23,8 +23,9 @@ pub struct ScalingCurves {
     pub curves: Vec<Vec<(f64, f64)>>,
 }
 
-/// One worker count's time to the target, in seconds (medians over seeds).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// One worker count's time to the target, in seconds (medians over seeds),
+/// and its efficiency seed by seed.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ScalingPoint {
     /// Workers.
     pub workers: usize,
@@ -32,12 +33,16 @@ pub struct ScalingPoint {
     pub projected_s: Option<f64>,
     /// As measured on the machine that trained the runs.
     pub measured_s: Option<f64>,
+    /// `(T_base · base workers) / (T_N · N)` of each seed that reached the
+    /// target at both worker counts (1 is linear scaling).
+    pub efficiency_by_seed: Vec<f64>,
 }
 
 /// Draws the scaling figure to `path` (PNG, written atomically): the
 /// evaluation score (`y_desc`) against episodes per worker, mean and
-/// min–max over seeds for each worker count; and the time to the target
-/// against workers, projected and measured, beside the ideal T₁ / N.
+/// min–max over seeds for each worker count; the time to the target
+/// against workers, projected and measured, beside the ideal T₁ / N; and
+/// the efficiency against workers, median and min–max over seeds.
 ///
 /// ```
 /// use shoal_eval::{ScalingCurves, ScalingPoint, plot_scaling};
@@ -47,8 +52,18 @@ pub struct ScalingPoint {
 ///     curves: vec![vec![(0.0, 0.0), (100.0, 0.5 * workers as f64)]; 2],
 /// });
 /// let points = [
-///     ScalingPoint { workers: 1, projected_s: Some(100.0), measured_s: Some(104.0) },
-///     ScalingPoint { workers: 2, projected_s: Some(55.0), measured_s: None },
+///     ScalingPoint {
+///         workers: 1,
+///         projected_s: Some(100.0),
+///         measured_s: Some(104.0),
+///         efficiency_by_seed: vec![1.0, 1.0],
+///     },
+///     ScalingPoint {
+///         workers: 2,
+///         projected_s: Some(55.0),
+///         measured_s: None,
+///         efficiency_by_seed: vec![0.8, 0.95],
+///     },
 /// ];
 /// plot_scaling(&curves, "eval success rate", &points, &path).unwrap();
 /// assert!(std::fs::metadata(&path).unwrap().len() > 0);
@@ -137,9 +152,59 @@ pub fn plot_scaling(
     register_embedded_font()?;
     let figure = Figure {
         title: "scaling".into(),
-        panels: vec![learning, time],
+        panels: vec![learning, time, efficiency_panel(points)],
     };
     render(&figure, path)
+}
+
+/// Efficiency against workers: the median over seeds, their min–max as a
+/// band, and linear scaling (1) for reference.
+fn efficiency_panel(points: &[ScalingPoint]) -> Panel {
+    let mut median = Points::new();
+    let (mut lower, mut upper) = (Points::new(), Points::new());
+    for point in points {
+        let mut seeds = point.efficiency_by_seed.clone();
+        seeds.retain(|e| e.is_finite());
+        seeds.sort_by(f64::total_cmp);
+        let (Some(&low), Some(&high), Some(middle)) =
+            (seeds.first(), seeds.last(), crate::median(&seeds))
+        else {
+            continue;
+        };
+        let x = point.workers as f64;
+        median.push((x, middle));
+        lower.push((x, low));
+        upper.push((x, high));
+    }
+    let mut panel = Panel {
+        title: "efficiency to the target (median, min–max over seeds)".into(),
+        x_desc: "workers".into(),
+        y_desc: "(T_base × base workers) / (T_N × N)".into(),
+        y_range: None,
+        lines: Vec::new(),
+        bands: Vec::new(),
+    };
+    if median.is_empty() {
+        return panel;
+    }
+    let linear = points.iter().map(|p| (p.workers as f64, 1.0)).collect();
+    panel.lines.push(Line {
+        points: linear,
+        color: 7,
+        weight: Weight::Member,
+        label: Some("linear scaling".into()),
+        markers: false,
+    });
+    panel.bands.push(super::draw::Band {
+        lower,
+        upper,
+        color: 0,
+    });
+    panel.lines.push(Line {
+        markers: true,
+        ..bold(median, 0, "projected, median over seeds".into())
+    });
+    panel
 }
 
 fn bold(points: Points, color: usize, label: String) -> Line {
