@@ -51,6 +51,7 @@ use crate::her::{
     sample_episode,
 };
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
+use crate::versioned::read_state;
 
 /// When training rounds run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -763,14 +764,9 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let state: DdpgState = postcard::from_bytes(bytes)
-            .map_err(|e| Error::Shape(format!("DDPG state is unreadable: {e}")))?;
-        if state.version != STATE_VERSION {
-            return Err(Error::Shape(format!(
-                "DDPG state has version {}, this build reads version {STATE_VERSION}",
-                state.version
-            )));
-        }
+        let state: DdpgState = read_state("DDPG state", bytes, STATE_VERSION, |s: &DdpgState| {
+            s.version
+        })?;
         if state.norms.obs.dim() != self.dims.obs || state.norms.goal.dim() != self.dims.goal {
             return Err(Error::Shape(format!(
                 "DDPG state normalises {} + {} features, this agent {} + {}",

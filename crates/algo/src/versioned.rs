@@ -75,6 +75,26 @@ impl Format {
     }
 }
 
+/// Decodes a learner state written as one postcard struct that carries its
+/// layout version (DDPG's and HAC's, older than [`Format`]), and checks that
+/// version; `name` ("DDPG state") names it in errors.
+pub(crate) fn read_state<T: DeserializeOwned>(
+    name: &str,
+    bytes: &[u8],
+    version: u32,
+    version_of: impl Fn(&T) -> u32,
+) -> Result<T> {
+    let state: T = postcard::from_bytes(bytes)
+        .map_err(|e| Error::Shape(format!("{name} is unreadable: {e}")))?;
+    let found = version_of(&state);
+    if found != version {
+        return Err(Error::Shape(format!(
+            "{name} has version {found}, this build reads version {version}"
+        )));
+    }
+    Ok(state)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +149,38 @@ mod tests {
         assert!(read(&bytes, (2, 6)).contains("holds (2, 5), this agent needs (2, 6)"));
         assert!(read(&bytes[..3], (2, 5)).contains("no valid header"));
         assert!(read(&bytes[..bytes.len() - 1], (2, 5)).contains("test buffer is unreadable"));
+    }
+
+    #[test]
+    fn a_learner_state_of_another_version_or_cut_short_is_a_named_error() {
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct State {
+            version: u32,
+            steps: Vec<u64>,
+        }
+        let read = |bytes: &[u8]| read_state("toy state", bytes, 2, |s: &State| s.version);
+        let current = postcard::to_stdvec(&State {
+            version: 2,
+            steps: vec![3, 4],
+        })
+        .unwrap();
+        assert_eq!(
+            read(&current).unwrap(),
+            State {
+                version: 2,
+                steps: vec![3, 4]
+            }
+        );
+        let older = postcard::to_stdvec(&State {
+            version: 1,
+            steps: vec![3],
+        })
+        .unwrap();
+        assert_eq!(
+            read(&older).unwrap_err().to_string(),
+            Error::Shape("toy state has version 1, this build reads version 2".into()).to_string()
+        );
+        let cut = read(&current[..current.len() - 1]).unwrap_err().to_string();
+        assert!(cut.contains("toy state is unreadable: "), "{cut}");
     }
 }

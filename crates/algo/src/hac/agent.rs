@@ -14,6 +14,7 @@ use super::rollout::{Explore, Run, subgoal_reward};
 use crate::actor_critic::{NetBatch, UpdateTally};
 use crate::check;
 use crate::transition_buffer::{Transition, TransitionBuffer};
+use crate::versioned::read_state;
 
 /// Streams of [`derive_seed`] for the generators of episode / round `k`.
 pub(super) const MODEL_STREAM: u64 = 1 << 40;
@@ -504,14 +505,8 @@ impl<E: GoalEnv> Learner for Hac<E> {
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let state: HacState = postcard::from_bytes(bytes)
-            .map_err(|e| Error::Shape(format!("HAC state is unreadable: {e}")))?;
-        if state.version != STATE_VERSION {
-            return Err(Error::Shape(format!(
-                "HAC state has version {}, this build reads version {STATE_VERSION}",
-                state.version
-            )));
-        }
+        let state: HacState =
+            read_state("HAC state", bytes, STATE_VERSION, |s: &HacState| s.version)?;
         let mut models = self.models.clone();
         models.load_state(&state.models)?;
         self.models = models;
