@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use serde::Serialize;
 use shoal::algo::{Ddpg, DdpgConfig};
-use shoal::core::{Env, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+use shoal::core::{Env, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
 use shoal::run::{RunOptions, RunSpec, TrainConfig};
 
 // ---- the env: everything shoal needs is `Env` + `GoalEnv` ----
@@ -73,9 +73,7 @@ impl Env for Reacher {
     }
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
         use rand::RngExt;
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         let pi = std::f32::consts::PI;
         self.angles = [
             self.rng.random_range(-pi..pi),

@@ -52,7 +52,7 @@ pub use learner::{
     Alone, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, RolloutLearner,
     SuccessFn, evaluate_policy, evaluate_policy_with,
 };
-pub use seeding::{derive_seed, rng_from_seed};
+pub use seeding::{derive_seed, reseed, rng_from_seed};
 pub use space::Space;
 pub use stop::StopFlag;
 

@@ -15,6 +15,26 @@ pub fn rng_from_seed(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// What an env's `reset(seed)` does with its seed, as Gymnasium's
+/// `super().reset(seed=seed)`: `Some` starts `rng` over from that seed,
+/// `None` carries on with the stream it has.
+///
+/// ```
+/// use rand::RngExt;
+/// let mut rng = shoal_core::rng_from_seed(1);
+/// shoal_core::reseed(&mut rng, Some(3));
+/// let first: f64 = rng.random();
+/// shoal_core::reseed(&mut rng, None);
+/// let second: f64 = rng.random();
+/// assert_eq!(first, shoal_core::rng_from_seed(3).random::<f64>());
+/// assert_ne!(first, second);
+/// ```
+pub fn reseed(rng: &mut StdRng, seed: Option<u64>) {
+    if let Some(seed) = seed {
+        *rng = rng_from_seed(seed);
+    }
+}
+
 /// A seed for a sub-stream, such as worker `rank` or the evaluation env,
 /// that differs from `seed` and from every other `stream` in a well-mixed way
 /// (SplitMix64 finaliser), so neighbouring seeds give unrelated streams.

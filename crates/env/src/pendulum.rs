@@ -52,7 +52,9 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::Vector;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+use shoal_core::{
+    Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed,
+};
 
 use crate::chain::{JointChain, LinkSpec, wrap_angle};
 use crate::limits::{MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
@@ -268,9 +270,7 @@ impl Env for InvertedPendulum {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         let angle = self.rng.random_range(PI / 4.0..=7.0 * PI / 4.0);
         let speed = self.rng.random_range(-0.05..=0.05);
         let bound = 16f32.to_radians();

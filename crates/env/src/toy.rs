@@ -66,7 +66,9 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+use shoal_core::{
+    Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed,
+};
 
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, check_count};
 
@@ -208,9 +210,7 @@ impl Env for PointReach {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         for value in self.position.iter_mut().chain(self.target.iter_mut()) {
             *value = self.rng.random_range(-1.0..=1.0);
         }
@@ -403,9 +403,7 @@ impl Env for PointGoal {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         self.position = self.random_point();
         self.velocity = [0.0; 2];
         // Rejection sampling ends quickly: validate() keeps the excluded

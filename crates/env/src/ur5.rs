@@ -71,7 +71,9 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::Vector;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+use shoal_core::{
+    Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed,
+};
 
 use crate::chain::{JointChain, LinkSpec, rod_with_tip, wrap_angle};
 use crate::limits::{MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
@@ -370,9 +372,7 @@ impl Env for Ur5Reacher {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         let pan = self.rng.random_range(-FRAC_PI_8..=FRAC_PI_8);
         self.goal = [
             self.rng.random_range(-PI..PI),

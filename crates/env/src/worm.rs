@@ -129,7 +129,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+use shoal_core::{Env, Error, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
 
 use crate::chain::wrap_angle;
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
@@ -638,9 +638,7 @@ impl Env for Worm {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         let noise = self.cfg.reset_noise_scale;
         let joints = self.cfg.links - 1;
         let rng = &mut self.rng;

@@ -2,7 +2,7 @@
 
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
-use shoal_core::{Error, Info, Result, Space, Step, TimeLimit, rng_from_seed};
+use shoal_core::{Error, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
 
 use super::config::ArmConfig;
 use super::goal::{goal_distance, sparse_reward, within_threshold};
@@ -65,9 +65,7 @@ impl ArmCore {
         seed: Option<u64>,
         build: impl FnOnce(&mut ArmScene, &mut StdRng) -> Layout,
     ) -> Vec<f32> {
-        if let Some(seed) = seed {
-            self.rng = rng_from_seed(seed);
-        }
+        reseed(&mut self.rng, seed);
         let mut scene = ArmScene::new(&self.cfg);
         let Layout { object, goal } = build(&mut scene, &mut self.rng);
         let obs = observe(&self.cfg, &scene, object, goal);
