@@ -4,12 +4,13 @@
 //! continues a sweep; it ends with one row per setting, medians and ranges
 //! over the seeds.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shoal_core::{Error, Result};
-use shoal_eval::{RunDir, compare_groups};
+use shoal_eval::{RunDir, Summary, compare_groups};
 
 use crate::config::{RunConfig, in_context};
 use crate::train::check_config;
@@ -197,10 +198,12 @@ pub enum CellState {
     Resume,
 }
 
-/// Where `dir` stands.
+/// Where `dir` stands. A run stopped by a signal wrote a summary marked
+/// interrupted beside its checkpoint: it is resumed, not finished.
 pub fn cell_state(dir: &Path) -> CellState {
     let run = RunDir::new(dir);
-    if run.summary().is_file() {
+    let interrupted = || Summary::read(dir).is_ok_and(|s| s.is_interrupted());
+    if run.summary().is_file() && !interrupted() {
         CellState::Finished
     } else if run.checkpoints().join("latest").exists() {
         CellState::Resume
@@ -253,11 +256,24 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         pending.len(),
         args.jobs
     );
+    // Ctrl-C (or Slurm's SIGTERM) reaches the sweep alone, since every
+    // cell runs in a process group of its own; the sweep passes one SIGINT
+    // on to each running cell, which stops at a checkpoint, and starts no
+    // more. A second signal ends the sweep at once.
+    let stop = shoal_run::stop_on_signals()?;
+    let mut stop_passed_on = false;
     let mut failed = Vec::new();
+    let mut stopped = Vec::new();
     let mut queue = pending.into_iter();
     let mut running: Vec<(Child, &Cell, Instant)> = Vec::new();
     loop {
-        while running.len() < args.jobs {
+        if stop.is_requested() && !stop_passed_on {
+            for (child, _, _) in &running {
+                interrupt(child);
+            }
+            stop_passed_on = true;
+        }
+        while running.len() < args.jobs && !stop.is_requested() {
             let Some(cell) = queue.next() else { break };
             let child = start_cell(&exe, args, cell)?;
             running.push((child, cell, Instant::now()));
@@ -275,7 +291,13 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
                 None => still.push((child, cell, started)),
                 Some(status) => {
                     let seconds = started.elapsed().as_secs_f64();
-                    if status.success() {
+                    if stop_passed_on && status.code() == Some(shoal_run::INTERRUPTED_EXIT) {
+                        eprintln!(
+                            "{} seed {}: stopped at a checkpoint after {seconds:.1} s",
+                            cell.setting, cell.seed
+                        );
+                        stopped.push(cell);
+                    } else if status.success() {
                         eprintln!(
                             "{} seed {}: done in {seconds:.1} s",
                             cell.setting, cell.seed
@@ -293,6 +315,16 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
             }
         }
         running = still;
+    }
+
+    if stop.is_requested() {
+        let not_started = queue.count();
+        return Err(Error::Interrupted(format!(
+            "sweep stopped: {} cells at a checkpoint, {} failed, {not_started} not started; \
+             run the same command to resume",
+            stopped.len(),
+            failed.len()
+        )));
     }
 
     let mut groups: Vec<(String, Vec<PathBuf>)> = Vec::new();
@@ -369,11 +401,24 @@ fn start_cell(exe: &Path, args: &SweepArgs, cell: &Cell) -> Result<Child> {
         .map_err(|e| Error::io("sharing the cell log", e))?;
     command
         .arg("--quiet")
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(err_file)
         .spawn()
         .map_err(|e| Error::io(format!("starting {}", exe.display()), e))
+}
+
+/// Asks a running cell to stop at its next clean point, as Ctrl-C would.
+fn interrupt(child: &Child) {
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: kill(2) with a child's pid and a valid signal number touches
+    // no memory; a child that has just exited makes it fail harmlessly.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
 }
 
 fn set_aside(dir: &Path) -> Result<()> {

@@ -219,3 +219,43 @@ fn a_second_signal_exits_at_once() {
     assert!(!run.join("summary.json").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Ctrl-C during a sweep stops its cell with a checkpoint and a summary
+/// marked interrupted; running the sweep again resumes that cell (it is not
+/// finished) into the records of an uninterrupted run.
+#[test]
+fn a_sweep_stopped_by_sigint_resumes_its_interrupted_cell() {
+    let dir = scratch("stop-sweep");
+    let whole = shoal(
+        &[&["train"], WORM, &["--out", "whole", "--quiet"]].concat(),
+        &dir,
+    );
+    assert!(whole.status.success(), "{}", common::stderr(&whole));
+    let sweep = [
+        &["sweep"],
+        WORM,
+        &[
+            "--grid",
+            "train.eval_every=20",
+            "--seeds",
+            "0..1",
+            "--out",
+            "s",
+        ],
+    ]
+    .concat();
+    let cell = dir.join("s/train.eval_every=20/seed-0");
+    let mut child = start(&sweep, &dir);
+    wait_for(&cell, "episode", 5, &mut child);
+    signal_group(&child, "INT");
+    let (status, err) = finish(child, Duration::from_secs(60));
+    assert!(!status.success(), "{err}");
+    assert!(cell.join("summary.json").is_file(), "{err}");
+    assert_eq!(summary(&cell)["interrupted"], true, "{err}");
+
+    let again = shoal(&sweep, &dir);
+    assert!(again.status.success(), "{}", common::stderr(&again));
+    assert_eq!(summary(&cell)["interrupted"], serde_json::Value::Null);
+    assert_eq!(comparable(&cell), comparable(&dir.join("whole")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -42,6 +42,9 @@ pub struct Summary {
     pub extra: BTreeMap<String, Value>,
 }
 
+/// The key an interrupted run's summary sets to `true`.
+const INTERRUPTED_KEY: &str = "interrupted";
+
 impl Summary {
     /// Records the final evaluation.
     #[must_use]
@@ -50,6 +53,19 @@ impl Summary {
         self.eval_return_mean = Some(return_mean);
         self.eval_success_rate = success_rate;
         self
+    }
+
+    /// Marks the summary of a run stopped by SIGINT or SIGTERM: it ends at
+    /// a checkpoint to resume from, with no final evaluation.
+    #[must_use]
+    pub fn interrupted(self) -> Self {
+        self.extra(INTERRUPTED_KEY, true)
+    }
+
+    /// Whether this is an interrupted run's summary ([`Summary::interrupted`])
+    /// rather than a finished run's.
+    pub fn is_interrupted(&self) -> bool {
+        self.extra.get(INTERRUPTED_KEY) == Some(&Value::Bool(true))
     }
 
     /// Adds a task-specific number (or any JSON value) under `key`.

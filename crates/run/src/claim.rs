@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use shoal_core::{Error, Result};
 use shoal_eval::{
-    CONFIG_FILE, Checkpoint, CheckpointSelector, LOCK_FILE, RunDir, list_checkpoints,
+    CONFIG_FILE, Checkpoint, CheckpointSelector, LOCK_FILE, RunDir, Summary, list_checkpoints,
     load_checkpoint, truncate_metrics,
 };
 
@@ -50,7 +50,8 @@ pub(crate) fn open_run(spec: &RunSpec, options: &RunOptions) -> Result<OpenRun> 
             // A run stopped after its last checkpoint but before its final
             // summary (killed in the final evaluation, or interrupted) is
             // not finished, and is not refused.
-            let unfinished = !is_final_summary(&run.summary()) && options.checkpoint.is_none();
+            let unfinished = !Summary::read(run.path()).is_ok_and(|s| !s.is_interrupted())
+                && options.checkpoint.is_none();
             if done >= spec.train.episodes && !unfinished {
                 return Err(Error::Config(format!(
                     "{} already trained {done} episodes; to continue, raise train.episodes \
@@ -71,16 +72,6 @@ pub(crate) fn open_run(spec: &RunSpec, options: &RunOptions) -> Result<OpenRun> 
     };
     run.write_config(&spec.config_toml)?;
     Ok((run, checkpoint))
-}
-
-/// Whether `summary.json` is a finished run's (not one marked `interrupted`).
-fn is_final_summary(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    serde_json::from_str::<serde_json::Value>(&text)
-        .map(|summary| summary.get("interrupted") != Some(&serde_json::Value::Bool(true)))
-        .unwrap_or(false)
 }
 
 /// The names in `dir`, or an error naming it.

@@ -71,7 +71,7 @@ pub(crate) fn write_interrupted(
         wall_s: recorder.wall(),
         ..Summary::default()
     }
-    .extra("interrupted", true);
+    .interrupted();
     let summary = with_run_facts(summary, spec);
     summary.write(recorder.run.path())?;
     Ok(summary)
@@ -88,11 +88,6 @@ fn with_run_facts(summary: Summary, spec: &RunSpec) -> Summary {
         .fold(summary, |summary, (key, value)| {
             summary.extra(key, value.clone())
         })
-}
-
-/// Whether `summary` is [`write_interrupted`]'s.
-pub(crate) fn is_interrupted(summary: &Summary) -> bool {
-    summary.extra.get("interrupted") == Some(&serde_json::Value::Bool(true))
 }
 
 /// The error an interrupted run ends with: what was saved, how to go on.

@@ -88,7 +88,7 @@ pub use recorder::{
     DEFAULT_TARGET_SUCCESS, NO_STOP_TARGET, STATE_BLOB, eval_seed, memory_blob, run_target,
 };
 pub use spec::{MigrateFn, ParallelSpec, Reference, ReferenceFn, RunOptions, RunSpec, TrainConfig};
-pub use stop::INTERRUPTED_EXIT;
+pub use stop::{INTERRUPTED_EXIT, stop_on_signals};
 
 use crate::stop::stop_guard;
 

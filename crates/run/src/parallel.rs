@@ -13,7 +13,7 @@ use shoal_parallel::{
 };
 
 use crate::claim::{OpenRun, open_run};
-use crate::finish::{finish_run, interrupted_error, is_interrupted, write_interrupted};
+use crate::finish::{finish_run, interrupted_error, write_interrupted};
 use crate::recorder::{Recorder, STATE_BLOB, checkpoint_counters, eval_seed, worker_memories};
 use crate::spec::{RunOptions, RunSpec};
 use crate::stop::stop_guard;
@@ -130,7 +130,7 @@ where
     )
     .map(Option::flatten)
     .and_then(|finished| match finished {
-        Some((run, summary)) if is_interrupted(&summary) => {
+        Some((run, summary)) if summary.is_interrupted() => {
             Err(interrupted_error(spec, &run, &summary))
         }
         other => Ok(other),

@@ -83,6 +83,15 @@ fn spawn_watchdog(flag: Arc<AtomicBool>, grace_ms: Arc<AtomicU64>) {
         .expect("spawning the stop watchdog");
 }
 
+/// A flag SIGINT and SIGTERM raise, for a program that stops cleanly by
+/// itself (as `shoal sweep` does: it stops starting runs and waits for the
+/// ones in progress). The handlers are the runs' own: a second signal ends
+/// the process at once with [`INTERRUPTED_EXIT`].
+pub fn stop_on_signals() -> Result<StopFlag> {
+    let handlers = handlers()?;
+    Ok(StopFlag::from_shared(Arc::clone(&handlers.flag)))
+}
+
 /// While alive, SIGINT and SIGTERM stop the run that holds it within
 /// `grace`; dropped when the run ends.
 pub(crate) struct StopGuard {
