@@ -259,21 +259,24 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
         .iter()
         .map(|(&workers, group)| scale_row(workers, group, backend))
         .collect::<Result<Vec<_>>>()?;
-    let base: Vec<(u64, usize, Option<f64>)> = by_workers
+    // Every run against the run of its seed with the fewest workers.
+    let base_workers = rows[0].workers as f64;
+    let base: Vec<(u64, Option<f64>)> = by_workers
         .values()
         .next()
         .into_iter()
         .flatten()
         .zip(&rows[0].projected_s_to_target)
-        .map(|(run, &projected)| (run.seed, run.workers, projected))
+        .map(|(run, &projected)| (run.seed, projected))
         .collect();
     for (row, group) in rows.iter_mut().zip(by_workers.values()) {
+        let workers = row.workers as f64;
         row.efficiency_by_seed = group
             .iter()
             .zip(&row.projected_s_to_target)
             .map(|(run, &projected)| {
-                let &(_, base_workers, base_s) = base.iter().find(|b| b.0 == run.seed)?;
-                Some(base_s? * base_workers as f64 / (projected? * run.workers as f64))
+                let &(_, base_s) = base.iter().find(|(seed, _)| *seed == run.seed)?;
+                Some(base_s? * base_workers / (projected? * workers))
             })
             .collect();
     }
