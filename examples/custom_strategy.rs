@@ -43,13 +43,9 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
         NAME
     }
 
-    fn iterations(&self) -> u64 {
-        self.schedule.iterations
-    }
-
-    /// Each worker keeps its own experience: have it checkpointed.
-    fn memory_interval(&self) -> u64 {
-        self.schedule.memory_interval
+    /// Its `memory_interval` has each worker's own experience checkpointed.
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
     }
 
     // `start` keeps its default: every worker begins from rank 0's learner

@@ -64,16 +64,12 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
         (Scene::Worm(worm), _) => {
             let policy = frozen_policy(&cfg, &state)?;
             let mut env = shoal_env::Worm::new(worm)?;
-            let mut frames = Vec::new();
-            rollout(
+            let frames = rollout(
                 &mut env,
                 policy.as_ref(),
                 episodes,
                 seed,
-                |env, _, episode| {
-                    frames.push(WormFrameInput::new(env.outline()).episode(episode));
-                    Ok(())
-                },
+                |env, _, episode| Ok(WormFrameInput::new(env.outline()).episode(episode)),
             )?;
             render_worm(&frames, &out)?
         }
@@ -122,28 +118,30 @@ fn frozen_policy(cfg: &RunConfig, state: &[u8]) -> Result<Box<dyn Policy>> {
     })
 }
 
-/// Runs `episodes` frozen-policy episodes, calling `frame` with the env, its
-/// observation and the episode index before every step and after the last one.
-fn rollout<E: Env>(
+/// Runs `episodes` frozen-policy episodes and returns the frames `frame`
+/// draws from the env, its observation and the episode index before every
+/// step and after the last one.
+fn rollout<E: Env, T>(
     env: &mut E,
     policy: &dyn Policy,
     episodes: usize,
     seed: u64,
-    mut frame: impl FnMut(&E, &[f32], usize) -> Result<()>,
-) -> Result<()> {
+    mut frame: impl FnMut(&E, &[f32], usize) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut frames = Vec::new();
     for episode in 0..episodes {
         let mut obs = env.reset(Some(seed + episode as u64));
         loop {
-            frame(env, &obs, episode)?;
+            frames.push(frame(env, &obs, episode)?);
             let step = env.step(&policy.act(&obs))?;
             obs = step.obs;
             if step.terminated || step.truncated {
-                frame(env, &obs, episode)?;
+                frames.push(frame(env, &obs, episode)?);
                 break;
             }
         }
     }
-    Ok(())
+    Ok(frames)
 }
 
 /// The checkpointed agent's frozen-policy episodes on the goal env and the
@@ -157,18 +155,13 @@ fn policy_frames<T>(
 ) -> Result<Vec<T>> {
     let policy = frozen_policy(cfg, state)?;
     let mut env = make_goal_env(cfg)?;
-    let mut frames = Vec::new();
     rollout(
         &mut env,
         policy.as_ref(),
         episodes,
         seed,
-        |_, obs, episode| {
-            frames.push(frame(episode, obs)?);
-            Ok(())
-        },
-    )?;
-    Ok(frames)
+        |_, obs, episode| frame(episode, obs),
+    )
 }
 
 /// An arm-task frame of `episode` from an observation and the subgoals of a hierarchy.

@@ -117,8 +117,7 @@ use shoal_core::{Error, Result};
 
 use crate::arm::{
     ArmConfig, ArmCore, ArmObs, ArmScene, GripperShape, Layout, LineUp, ObjectShape,
-    arm_builder_methods, builder_methods, check_positive, drive_along, impl_arm_env, line_up,
-    sample_rect,
+    arm_builder_methods, check_positive, drive_along, impl_arm_env, line_up, sample_rect,
 };
 
 /// Half thickness (m) of the net walls.

@@ -46,6 +46,22 @@
 //! ```
 #![deny(missing_docs)]
 
+/// Builder setters on a config: `field: Type` becomes `fn field(mut self,
+/// value: Type) -> Self`, with the doc comment written above it. Used inside
+/// the config's `impl` block.
+macro_rules! builder_methods {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty),* $(,)?) => {
+        $(
+            $(#[$doc])*
+            #[must_use]
+            pub fn $field(mut self, value: $ty) -> Self {
+                self.$field = value;
+                self
+            }
+        )*
+    };
+}
+
 pub mod arm;
 mod ball;
 mod chain;

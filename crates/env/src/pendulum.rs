@@ -110,11 +110,9 @@ impl Default for InvertedPendulumConfig {
 }
 
 impl InvertedPendulumConfig {
-    /// Sets [`InvertedPendulumConfig::max_episode_steps`].
-    #[must_use]
-    pub fn max_episode_steps(mut self, steps: usize) -> Self {
-        self.max_episode_steps = steps;
-        self
+    builder_methods! {
+        /// Sets [`InvertedPendulumConfig::max_episode_steps`].
+        max_episode_steps: usize,
     }
 
     /// Checks every value; the error names the offending key.

@@ -148,8 +148,7 @@ use shoal_core::{Error, Result};
 
 use crate::arm::{
     ArmConfig, ArmCore, ArmObs, ArmScene, Layout, LineUp, ObjectShape, arm_builder_methods,
-    builder_methods, check_positive, drive_along, impl_arm_env, line_up, sample_rect,
-    sample_rect_away_from,
+    check_positive, drive_along, impl_arm_env, line_up, sample_rect, sample_rect_away_from,
 };
 
 /// Settings of [`ArmPush`] (see the module docs for the table of defaults).

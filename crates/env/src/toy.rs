@@ -122,32 +122,15 @@ impl Default for PointReachConfig {
 }
 
 impl PointReachConfig {
-    /// Sets [`PointReachConfig::dim`].
-    #[must_use]
-    pub fn dim(mut self, dim: usize) -> Self {
-        self.dim = dim;
-        self
-    }
-
-    /// Sets [`PointReachConfig::step_size`].
-    #[must_use]
-    pub fn step_size(mut self, step_size: f32) -> Self {
-        self.step_size = step_size;
-        self
-    }
-
-    /// Sets [`PointReachConfig::max_episode_steps`].
-    #[must_use]
-    pub fn max_episode_steps(mut self, steps: usize) -> Self {
-        self.max_episode_steps = steps;
-        self
-    }
-
-    /// Sets [`PointReachConfig::clip_actions`].
-    #[must_use]
-    pub fn clip_actions(mut self, clip: bool) -> Self {
-        self.clip_actions = clip;
-        self
+    builder_methods! {
+        /// Sets [`PointReachConfig::dim`].
+        dim: usize,
+        /// Sets [`PointReachConfig::step_size`].
+        step_size: f32,
+        /// Sets [`PointReachConfig::max_episode_steps`].
+        max_episode_steps: usize,
+        /// Sets [`PointReachConfig::clip_actions`].
+        clip_actions: bool,
     }
 
     /// Checks the settings, naming the first problem.
@@ -273,46 +256,19 @@ impl Default for PointGoalConfig {
 }
 
 impl PointGoalConfig {
-    /// Sets [`PointGoalConfig::distance_threshold`].
-    #[must_use]
-    pub fn distance_threshold(mut self, threshold: f32) -> Self {
-        self.distance_threshold = threshold;
-        self
-    }
-
-    /// Sets [`PointGoalConfig::max_speed`].
-    #[must_use]
-    pub fn max_speed(mut self, speed: f32) -> Self {
-        self.max_speed = speed;
-        self
-    }
-
-    /// Sets [`PointGoalConfig::inertia`].
-    #[must_use]
-    pub fn inertia(mut self, inertia: f32) -> Self {
-        self.inertia = inertia;
-        self
-    }
-
-    /// Sets [`PointGoalConfig::max_episode_steps`].
-    #[must_use]
-    pub fn max_episode_steps(mut self, steps: usize) -> Self {
-        self.max_episode_steps = steps;
-        self
-    }
-
-    /// Sets [`PointGoalConfig::terminate_on_success`].
-    #[must_use]
-    pub fn terminate_on_success(mut self, terminate: bool) -> Self {
-        self.terminate_on_success = terminate;
-        self
-    }
-
-    /// Sets [`PointGoalConfig::clip_actions`].
-    #[must_use]
-    pub fn clip_actions(mut self, clip: bool) -> Self {
-        self.clip_actions = clip;
-        self
+    builder_methods! {
+        /// Sets [`PointGoalConfig::distance_threshold`].
+        distance_threshold: f32,
+        /// Sets [`PointGoalConfig::max_speed`].
+        max_speed: f32,
+        /// Sets [`PointGoalConfig::inertia`].
+        inertia: f32,
+        /// Sets [`PointGoalConfig::max_episode_steps`].
+        max_episode_steps: usize,
+        /// Sets [`PointGoalConfig::terminate_on_success`].
+        terminate_on_success: bool,
+        /// Sets [`PointGoalConfig::clip_actions`].
+        clip_actions: bool,
     }
 
     /// Checks the settings, naming the first problem.

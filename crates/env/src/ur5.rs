@@ -132,18 +132,11 @@ impl Default for Ur5ReacherConfig {
 }
 
 impl Ur5ReacherConfig {
-    /// Sets [`Ur5ReacherConfig::max_episode_steps`].
-    #[must_use]
-    pub fn max_episode_steps(mut self, steps: usize) -> Self {
-        self.max_episode_steps = steps;
-        self
-    }
-
-    /// Sets [`Ur5ReacherConfig::terminate_on_success`].
-    #[must_use]
-    pub fn terminate_on_success(mut self, terminate: bool) -> Self {
-        self.terminate_on_success = terminate;
-        self
+    builder_methods! {
+        /// Sets [`Ur5ReacherConfig::max_episode_steps`].
+        max_episode_steps: usize,
+        /// Sets [`Ur5ReacherConfig::terminate_on_success`].
+        terminate_on_success: bool,
     }
 
     /// Checks every value; the error names the offending key.

@@ -219,58 +219,45 @@ impl Default for WormConfig {
     }
 }
 
-macro_rules! builder_methods {
-    ($($(#[$doc:meta])* $field:ident: $ty:ty,)*) => {
-        impl WormConfig {
-            $(
-                $(#[$doc])*
-                #[must_use]
-                pub fn $field(mut self, value: $ty) -> Self {
-                    self.$field = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
-builder_methods! {
-    /// Sets [`WormConfig::links`].
-    links: usize,
-    /// Sets [`WormConfig::link_length`] (m).
-    link_length: f32,
-    /// Sets [`WormConfig::link_radius`] (m).
-    link_radius: f32,
-    /// Sets [`WormConfig::density`] (kg/m³).
-    density: f32,
-    /// Sets [`WormConfig::drag_tangential`] (N·s/m²).
-    drag_tangential: f32,
-    /// Sets [`WormConfig::drag_normal`] (N·s/m²).
-    drag_normal: f32,
-    /// Sets [`WormConfig::max_joint_angle`] (rad).
-    max_joint_angle: f32,
-    /// Sets [`WormConfig::motor_stiffness`] (1/s²).
-    motor_stiffness: f32,
-    /// Sets [`WormConfig::motor_damping`] (1/s).
-    motor_damping: f32,
-    /// Sets [`WormConfig::motor_max_torque`] (N·m).
-    motor_max_torque: f32,
-    /// Sets [`WormConfig::control_dt`] (s).
-    control_dt: f32,
-    /// Sets [`WormConfig::substeps`].
-    substeps: usize,
-    /// Sets [`WormConfig::solver_iterations`].
-    solver_iterations: usize,
-    /// Sets [`WormConfig::pgs_iterations`].
-    pgs_iterations: usize,
-    /// Sets [`WormConfig::ctrl_cost_weight`].
-    ctrl_cost_weight: f32,
-    /// Sets [`WormConfig::max_episode_steps`].
-    max_episode_steps: usize,
-    /// Sets [`WormConfig::reset_noise_scale`].
-    reset_noise_scale: f32,
-    /// Sets [`WormConfig::clip_actions`].
-    clip_actions: bool,
+impl WormConfig {
+    builder_methods! {
+        /// Sets [`WormConfig::links`].
+        links: usize,
+        /// Sets [`WormConfig::link_length`] (m).
+        link_length: f32,
+        /// Sets [`WormConfig::link_radius`] (m).
+        link_radius: f32,
+        /// Sets [`WormConfig::density`] (kg/m³).
+        density: f32,
+        /// Sets [`WormConfig::drag_tangential`] (N·s/m²).
+        drag_tangential: f32,
+        /// Sets [`WormConfig::drag_normal`] (N·s/m²).
+        drag_normal: f32,
+        /// Sets [`WormConfig::max_joint_angle`] (rad).
+        max_joint_angle: f32,
+        /// Sets [`WormConfig::motor_stiffness`] (1/s²).
+        motor_stiffness: f32,
+        /// Sets [`WormConfig::motor_damping`] (1/s).
+        motor_damping: f32,
+        /// Sets [`WormConfig::motor_max_torque`] (N·m).
+        motor_max_torque: f32,
+        /// Sets [`WormConfig::control_dt`] (s).
+        control_dt: f32,
+        /// Sets [`WormConfig::substeps`].
+        substeps: usize,
+        /// Sets [`WormConfig::solver_iterations`].
+        solver_iterations: usize,
+        /// Sets [`WormConfig::pgs_iterations`].
+        pgs_iterations: usize,
+        /// Sets [`WormConfig::ctrl_cost_weight`].
+        ctrl_cost_weight: f32,
+        /// Sets [`WormConfig::max_episode_steps`].
+        max_episode_steps: usize,
+        /// Sets [`WormConfig::reset_noise_scale`].
+        reset_noise_scale: f32,
+        /// Sets [`WormConfig::clip_actions`].
+        clip_actions: bool,
+    }
 }
 
 impl WormConfig {

@@ -133,21 +133,22 @@ pub(crate) mod testutil {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::testutil::TempDir;
-    use super::*;
-
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
+    /// The names in `dir`, sorted: what a test expects to be left there.
+    pub fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
         names
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{TempDir, entries};
+    use super::*;
 
     #[test]
     fn atomic_write_replaces_content() {

@@ -114,8 +114,16 @@ def test_type_stubs_name_what_the_extension_has():
         "Pendulum": _core.Pendulum(),
     }
     assert set(instances) <= set(classes)
+
+    def lineage(name):
+        """The class and the stub's classes it derives from (``Base`` or ``Base[T]``)."""
+        node = classes[name]
+        bases = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
+        names = [b.id for b in bases if isinstance(b, ast.Name) and b.id in classes]
+        return [node] + [n for base in names for n in lineage(base)]
+
     for name, instance in instances.items():
-        nodes = [classes[name]] + [classes[b.id] for b in classes[name].bases if b.id in classes]
+        nodes = lineage(name)
         members = {
             getattr(item, "name", None) or getattr(getattr(item, "target", None), "id", None)
             for node in nodes
@@ -126,7 +134,7 @@ def test_type_stubs_name_what_the_extension_has():
     # And every config field is in the stub.
     for name in ("WormConfig", "ArmPushConfig", "BallToNetConfig", "UR5ReacherConfig", "PendulumConfig"):
         fields = set(instances[name].to_dict()) | set(instances[name].to_dict().get("arm", {}))
-        nodes = [classes[name]] + [classes[b.id] for b in classes[name].bases if b.id in classes]
+        nodes = lineage(name)
         stubbed = {item.target.id for node in nodes for item in node.body if isinstance(item, ast.AnnAssign)}
         assert fields <= stubbed, f"{name}: fields missing from the stub: {fields - stubbed}"
 

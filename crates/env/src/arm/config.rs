@@ -182,20 +182,6 @@ pub(crate) const GRIPPER_TABLE_CLEARANCE: f32 = 0.005;
 /// Largest opening (m) of each cosmetic finger.
 pub(crate) const MAX_FINGER_OPENING: f32 = 0.05;
 
-macro_rules! builder_methods {
-    ($($(#[$doc:meta])* $field:ident: $ty:ty),* $(,)?) => {
-        $(
-            $(#[$doc])*
-            #[must_use]
-            pub fn $field(mut self, value: $ty) -> Self {
-                self.$field = value;
-                self
-            }
-        )*
-    };
-}
-pub(crate) use builder_methods;
-
 /// Generates, on a task config with an `arm: ArmConfig` field, builder
 /// methods that set the shared knobs, so both tasks read
 /// `Config::default().max_episode_steps(100)` without repeating the code.

@@ -21,7 +21,7 @@ pub use config::{ArmConfig, GripperShape};
 pub use goal::{goal_distance, sparse_reward, within_threshold};
 pub use obs::{ArmObs, FLAT_OBS_DIM, GOAL_DIM, OBSERVATION_DIM, index};
 
-pub(crate) use config::{arm_builder_methods, builder_methods, check_positive};
+pub(crate) use config::{arm_builder_methods, check_positive};
 pub(crate) use control::{LineUp, ObjectShape, drive_along, line_up};
 pub(crate) use episode::{ArmCore, Layout, impl_arm_env};
 pub(crate) use goal::{sample_rect, sample_rect_away_from};

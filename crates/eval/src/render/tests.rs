@@ -3,7 +3,7 @@
 use std::fs;
 
 use super::*;
-use crate::fsio::testutil::TempDir;
+use crate::fsio::testutil::{TempDir, entries};
 
 /// Frame count and logical screen size of a GIF, decoded.
 fn gif_frames(path: &Path) -> (usize, u16, u16, Vec<u16>) {
@@ -58,15 +58,6 @@ fn count_colour(rgb: &[u8], c: Rgb) -> usize {
     rgb.chunks_exact(3)
         .filter(|p| p[0] == c.0 && p[1] == c.1 && p[2] == c.2)
         .count()
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// A worm of 5 links swimming along +x with a travelling wave.

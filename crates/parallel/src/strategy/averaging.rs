@@ -92,12 +92,8 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
         NAME
     }
 
-    fn iterations(&self) -> u64 {
-        self.config.schedule.iterations
-    }
-
-    fn memory_interval(&self) -> u64 {
-        self.config.schedule.memory_interval
+    fn schedule(&self) -> &Schedule {
+        &self.config.schedule
     }
 
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {

@@ -16,7 +16,7 @@ const NAME: &str = "gather";
 /// Settings of [`RolloutGather`]: its [`Schedule`], whose
 /// `episodes_per_iteration` is what each worker collects per update (one
 /// update sees `episodes_per_iteration × workers` episodes). No worker keeps
-/// a memory, so `memory_interval` goes unused.
+/// a memory, so `memory_interval` goes unused (nothing is gathered).
 ///
 /// ```
 /// use shoal_parallel::{GatherConfig, Schedule};
@@ -71,8 +71,13 @@ impl<L: RolloutLearner + ?Sized> Strategy<L> for RolloutGather {
         NAME
     }
 
-    fn iterations(&self) -> u64 {
-        self.config.schedule.iterations
+    fn schedule(&self) -> &Schedule {
+        &self.config.schedule
+    }
+
+    /// No worker keeps a memory: nothing to gather.
+    fn memory_interval(&self) -> u64 {
+        0
     }
 
     /// Every rank starts from rank 0's state (the resumed one, if any), not

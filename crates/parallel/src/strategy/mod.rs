@@ -28,7 +28,7 @@ pub use schedule::{Schedule, require};
 /// [`Communicator`] and a learner trait from shoal-core.
 ///
 /// Shaped like ripgrep's `Sink`: three required methods — [`name`],
-/// [`iterations`] and [`iteration`], one round of the strategy on this rank
+/// [`schedule`] and [`iteration`], one round of the strategy on this rank
 /// — and hooks with defaults. The provided [`run`] and [`resume`] drive
 /// them on every rank the same way for every strategy: rank 0's counters
 /// are shared, [`start`] brings every worker to the same starting point,
@@ -44,7 +44,7 @@ pub use schedule::{Schedule, require};
 /// make this so.
 ///
 /// [`name`]: Strategy::name
-/// [`iterations`]: Strategy::iterations
+/// [`schedule`]: Strategy::schedule
 /// [`iteration`]: Strategy::iteration
 /// [`run`]: Strategy::run
 /// [`resume`]: Strategy::resume
@@ -60,7 +60,7 @@ pub use schedule::{Schedule, require};
 ///
 /// impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
 ///     fn name(&self) -> &str { "local-sgd" }
-///     fn iterations(&self) -> u64 { self.schedule.iterations }
+///     fn schedule(&self) -> &Schedule { &self.schedule }
 ///     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
 ///         // 1. Train alone; rank 0 builds the record from everyone's stats,
 ///         //    and a failure anywhere ends the run before any all-reduce.
@@ -83,10 +83,11 @@ pub trait Strategy<L: Learner + ?Sized> {
     /// and summaries (`pool`, `gather`, `averaging`).
     fn name(&self) -> &str;
 
-    /// Total iterations of the run, counting those done before a resume.
-    /// Read after [`Strategy::start`], so a strategy that shares its
-    /// configuration from rank 0 there answers with rank 0's.
-    fn iterations(&self) -> u64;
+    /// How long the run is and what it does along the way: the driver runs
+    /// [`Schedule::iterations`] in all (counting those done before a
+    /// resume) and reads it after [`Strategy::start`], so a strategy that
+    /// shares its configuration from rank 0 there answers with rank 0's.
+    fn schedule(&self) -> &Schedule;
 
     /// Runs iteration [`Context::iteration`] on this rank and returns its
     /// record, the same on every rank, with counters one iteration past
@@ -96,9 +97,10 @@ pub trait Strategy<L: Learner + ?Sized> {
 
     /// Every this many iterations (and after the last) each worker's replay
     /// memory is gathered into [`IterationRecord::memories`] for a
-    /// checkpoint; 0 never. Default: 0.
+    /// checkpoint; 0 never. Default: the schedule's
+    /// [`Schedule::memory_interval`].
     fn memory_interval(&self) -> u64 {
-        0
+        self.schedule().memory_interval
     }
 
     /// Called on every rank before the first iteration. Default: every
@@ -145,7 +147,7 @@ pub trait Strategy<L: Learner + ?Sized> {
             name: &name,
         };
         self.start(&ctx, learner)?;
-        ctx.iterations = self.iterations();
+        ctx.iterations = self.schedule().iterations;
         let mut last = None;
         let mut stopped_early = false;
         while ctx.counters.iteration < ctx.iterations {

@@ -151,12 +151,8 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
         NAME
     }
 
-    fn iterations(&self) -> u64 {
-        self.config.schedule.iterations
-    }
-
-    fn memory_interval(&self) -> u64 {
-        self.config.schedule.memory_interval
+    fn schedule(&self) -> &Schedule {
+        &self.config.schedule
     }
 
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
