@@ -258,9 +258,7 @@ impl WormConfig {
         /// Sets [`WormConfig::clip_actions`].
         clip_actions: bool,
     }
-}
 
-impl WormConfig {
     /// Checks that the settings describe a simulable worm, naming the first problem.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::Config(format!("worm: {msg}")));

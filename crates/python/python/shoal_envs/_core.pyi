@@ -140,7 +140,7 @@ class Worm(_Env[WormConfig]):
     def step(self, action: _F32) -> tuple[_F32, float, bool, bool, dict[str, float]]: ...
 
 class _GoalTask(_Env[_C]):
-    """What every goal task has: observations are dicts of ``_GoalObs``."""
+    """What every goal task has: its observations are ``_GoalObs`` dicts."""
 
     @property
     def goal_dim(self) -> int: ...
