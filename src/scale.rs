@@ -62,7 +62,16 @@ pub struct ScaleArgs {
     /// Markdown table instead of aligned columns.
     #[arg(long)]
     pub markdown: bool,
+    /// How many times the all-reduce latency of each worker count is
+    /// measured, each in a fresh process; the projection uses the median.
+    /// One measurement can be several times the usual one when other work
+    /// has just left the cores.
+    #[arg(long, value_parser = crate::cli::parse_count, default_value_t = 3)]
+    pub latency_rounds: usize,
 }
+
+/// Most `--latency-rounds` (each takes a second or so).
+const MAX_LATENCY_ROUNDS: usize = 25;
 
 /// A finished, profiled run.
 #[derive(Clone, Debug)]
@@ -196,8 +205,11 @@ pub struct ScaleRow {
     /// The size the latency was measured at besides one value: the larger
     /// of the mean all-reduce and the mean other collective, in values.
     pub measured_values: u64,
-    /// The latencies the projection used.
+    /// The latencies the projection used: the median of `latency_rounds`,
+    /// each part on its own.
     pub latency: Latency,
+    /// Every measurement, in the order taken.
+    pub latency_rounds: Vec<Latency>,
     /// Projected seconds to the target on one core per worker, by run.
     pub projected_s_to_target: Vec<Option<f64>>,
     /// Projected seconds of the whole run, by run.
@@ -229,6 +241,12 @@ impl ScaleRow {
 
 /// Runs `shoal scale`.
 pub fn scale(args: &ScaleArgs) -> Result<()> {
+    if !(1..=MAX_LATENCY_ROUNDS).contains(&args.latency_rounds) {
+        return Err(Error::Config(format!(
+            "--latency-rounds must be between 1 and {MAX_LATENCY_ROUNDS}, got {}",
+            args.latency_rounds
+        )));
+    }
     let mut dirs = Vec::new();
     find_runs(&args.dir, MAX_DEPTH, &mut dirs)?;
     if dirs.is_empty() {
@@ -255,10 +273,18 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     for run in &runs {
         by_workers.entry(run.workers).or_default().push(run);
     }
-    let mut rows = by_workers
+    let sizes: BTreeMap<usize, CollectiveSizes> = by_workers
         .iter()
-        .map(|(&workers, group)| scale_row(workers, group, backend))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|(&workers, group)| (workers, CollectiveSizes::of(group)))
+        .collect();
+    let mut latencies = measure_latencies(backend, &sizes, args.latency_rounds)?;
+    let mut rows: Vec<ScaleRow> = by_workers
+        .iter()
+        .map(|(&workers, group)| {
+            let rounds = latencies.remove(&workers).unwrap_or_default();
+            scale_row(workers, group, sizes[&workers], rounds)
+        })
+        .collect();
     // Every run against the run of its seed with the fewest workers.
     let base_workers = rows[0].workers as f64;
     let base: Vec<(u64, Option<f64>)> = by_workers
@@ -329,27 +355,87 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     Ok(())
 }
 
-/// One worker count's row: its runs projected with the all-reduce latency
-/// measured for that many workers.
-fn scale_row(workers: usize, group: &[&ProfiledRun], backend: Backend) -> Result<ScaleRow> {
+/// The all-reduce sizes of one worker count's runs.
+#[derive(Clone, Copy, Debug)]
+struct CollectiveSizes {
+    /// Mean values per all-reduce call (0 without all-reduces).
+    values_per_all_reduce: u64,
+    /// The size the latency is measured at besides one value: the larger of
+    /// the mean all-reduce and the mean other collective, in values.
+    measured_values: u64,
+}
+
+impl CollectiveSizes {
+    fn of(group: &[&ProfiledRun]) -> Self {
+        let iterations = || group.iter().flat_map(|r| &r.iterations);
+        let mean = |total: u64, calls: u64| total.checked_div(calls).unwrap_or(0);
+        let values_per_all_reduce = mean(
+            iterations().map(|i| i.all_reduce_values).sum(),
+            iterations().map(|i| i.all_reduces).sum(),
+        );
+        let values_per_other = mean(
+            iterations().map(|i| i.other_bytes / 4).sum(),
+            iterations().map(|i| i.other_collectives).sum(),
+        );
+        CollectiveSizes {
+            values_per_all_reduce,
+            measured_values: values_per_all_reduce.max(values_per_other).max(2),
+        }
+    }
+}
+
+/// `rounds` latency measurements of every worker count, taken round by
+/// round (2, 4, 8, 2, 4, 8, …) so that a stretch of slow measurements,
+/// which on a shared machine lasts seconds, falls on every count alike
+/// rather than on one.
+fn measure_latencies(
+    backend: Backend,
+    sizes: &BTreeMap<usize, CollectiveSizes>,
+    rounds: usize,
+) -> Result<BTreeMap<usize, Vec<Latency>>> {
+    let counts: Vec<String> = sizes.keys().map(usize::to_string).collect();
+    eprintln!(
+        "scale: measuring all-reduce latencies on {} for {} workers, {rounds} rounds",
+        backend.name(),
+        counts.join(", ")
+    );
+    let mut latencies: BTreeMap<usize, Vec<Latency>> = BTreeMap::new();
+    for _ in 0..rounds {
+        for (&workers, size) in sizes {
+            let latency = measure_latency(backend, workers, size.measured_values)?;
+            latencies.entry(workers).or_default().push(latency);
+        }
+    }
+    for (&workers, size) in sizes.range(2..) {
+        let each_ms: Vec<f64> = latencies[&workers]
+            .iter()
+            .map(|l| l.cost(1, size.measured_values as f64) * 1e3)
+            .collect();
+        eprintln!(
+            "scale: {workers} workers: all-reduce of {} values {} ms over {rounds} rounds",
+            size.measured_values,
+            median_and_range(&each_ms)
+        );
+    }
+    Ok(latencies)
+}
+
+/// One worker count's row: its runs projected with the median of the
+/// all-reduce latencies measured for that many workers.
+fn scale_row(
+    workers: usize,
+    group: &[&ProfiledRun],
+    sizes: CollectiveSizes,
+    rounds: Vec<Latency>,
+) -> ScaleRow {
     let iterations = || group.iter().flat_map(|r| &r.iterations);
-    let mean = |total: u64, calls: u64| total.checked_div(calls).unwrap_or(0);
-    let values_per_call = mean(
-        iterations().map(|i| i.all_reduce_values).sum(),
-        iterations().map(|i| i.all_reduces).sum(),
-    );
-    let values_per_other = mean(
-        iterations().map(|i| i.other_bytes / 4).sum(),
-        iterations().map(|i| i.other_collectives).sum(),
-    );
-    let measured_values = values_per_call.max(values_per_other).max(2);
-    let latency = measure_latency(backend, workers, measured_values)?;
+    let latency = median_latency(&rounds);
     let projections: Vec<(f64, Option<f64>)> = group
         .iter()
         .map(|r| project(&r.iterations, latency, r.episodes_to_target))
         .collect();
     let compute: Vec<f64> = iterations().map(|i| i.compute_s).collect();
-    Ok(ScaleRow {
+    ScaleRow {
         workers,
         runs: group.len(),
         reached: group
@@ -366,16 +452,17 @@ fn scale_row(workers: usize, group: &[&ProfiledRun], backend: Backend) -> Result
             .collect(),
         updates_to_target: group.iter().map(|r| r.updates_to_target).collect(),
         compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
-        values_per_all_reduce: values_per_call,
-        measured_values,
+        values_per_all_reduce: sizes.values_per_all_reduce,
+        measured_values: sizes.measured_values,
         latency,
+        latency_rounds: rounds,
         projected_s_to_target: projections.iter().map(|p| p.1).collect(),
         projected_s_total: projections.iter().map(|p| p.0).collect(),
         efficiency_by_seed: Vec::new(),
         measured_s_to_target: group.iter().map(|r| r.wall_s_to_target).collect(),
         measured_s_total: group.iter().map(|r| r.wall_s).collect(),
         run_dirs: group.iter().map(|r| r.dir.clone()).collect(),
-    })
+    }
 }
 
 /// The all-reduce latency of `workers` workers on `backend`, fitted through
@@ -388,10 +475,6 @@ fn measure_latency(backend: Backend, workers: usize, values: u64) -> Result<Late
             per_value_s: 0.0,
         });
     }
-    eprintln!(
-        "scale: measuring all-reduce latency on {} with {workers} workers",
-        backend.name()
-    );
     let result = bench_in_process(
         backend,
         workers,
@@ -407,6 +490,18 @@ fn measure_latency(backend: Backend, workers: usize, values: u64) -> Result<Late
         values,
         seconds("all_reduce_s")?,
     ))
+}
+
+/// The median of each part of the measured latencies on its own (the
+/// median fixed cost with the median cost per value).
+fn median_latency(rounds: &[Latency]) -> Latency {
+    let part = |get: fn(&Latency) -> f64| {
+        median(&rounds.iter().map(get).collect::<Vec<_>>()).unwrap_or(0.0)
+    };
+    Latency {
+        fixed_s: part(|l| l.fixed_s),
+        per_value_s: part(|l| l.per_value_s),
+    }
 }
 
 /// The printed table: medians and ranges over seeds, the speedup and the

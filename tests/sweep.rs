@@ -184,7 +184,7 @@ fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = shoal(&["scale", "s"], &dir);
+    let out = shoal(&["scale", "s", "--latency-rounds", "2"], &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("s/scale.json")).unwrap()).unwrap();
@@ -250,6 +250,13 @@ fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
             latency["fixed_s"].as_f64().unwrap(),
             latency["per_value_s"].as_f64().unwrap(),
         );
+        // Two measurements: each part is their mean (the median of two).
+        let rounds = row["latency_rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 2, "{row}");
+        let mean_of =
+            |key: &str| (rounds[0][key].as_f64().unwrap() + rounds[1][key].as_f64().unwrap()) / 2.0;
+        assert!((fixed_s - mean_of("fixed_s")).abs() <= 1e-15 * fixed_s.max(1.0));
+        assert!((per_value_s - mean_of("per_value_s")).abs() <= 1e-15 * per_value_s.max(1.0));
         if n == 1 {
             assert_eq!((fixed_s, per_value_s), (0.0, 0.0));
         } else {
@@ -316,6 +323,10 @@ fn scale_refuses_runs_without_profiles_and_empty_directories() {
     assert_clean_failure(
         &shoal(&["scale", "empty"], &dir),
         "no finished runs under empty",
+    );
+    assert_clean_failure(
+        &shoal(&["scale", "empty", "--latency-rounds", "0"], &dir),
+        "--latency-rounds must be between 1 and 25, got 0",
     );
     let out = shoal(
         &[

@@ -11,7 +11,7 @@
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, MeanReducer, Result, derive_seed};
+use shoal_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_policy::{
     Actor, ActorConfig, Critic, CriticConfig, Trained, flatten, rows_to_tensor, training_device,
     unflatten,
@@ -336,17 +336,14 @@ impl ActorCritic {
     /// afterwards targets are training state that only
     /// [`ActorCritic::load_state`] replaces.
     pub fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        let split = self.actor.module.num_params();
-        let expected = split + self.critic.module.num_params();
-        if params.len() != expected {
-            return Err(Error::Shape(format!(
-                "parameter vector has {} values, actor and critic have {expected}",
-                params.len()
-            )));
-        }
+        let sizes = [
+            self.actor.module.num_params(),
+            self.critic.module.num_params(),
+        ];
+        let parts = split_parameters(params, &sizes, "actor and critic")?;
         let (mut actor, mut critic) = (self.actor.clone(), self.critic.clone());
-        actor.set_parameters(&params[..split])?;
-        critic.set_parameters(&params[split..])?;
+        actor.set_parameters(parts[0])?;
+        critic.set_parameters(parts[1])?;
         self.actor = actor;
         self.critic = critic;
         self.acting = self.actor.module.valid();

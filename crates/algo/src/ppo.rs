@@ -42,8 +42,8 @@ use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 use shoal_core::{
-    Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
-    Result, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed,
+    Alone, Env, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, Result,
+    Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed, split_parameters,
 };
 use shoal_policy::{
     Activation, Mlp, MlpConfig, Normalizer, Trained, beta_entropy, beta_entropy_grad,
@@ -1029,25 +1029,24 @@ impl<E: Env> GradientLearner for Ppo<E> {
     }
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        let (policy_len, value_len) = (
+        let sizes = [
             self.policy.parameters().len(),
             self.value.parameters().len(),
-        );
-        let expected = policy_len + value_len + 2 * self.obs_dim;
-        if params.len() != expected {
-            return Err(Error::Shape(format!(
-                "PPO parameter vector has {} values, expected {expected}",
-                params.len()
-            )));
-        }
+            2 * self.obs_dim,
+        ];
+        let parts = split_parameters(
+            params,
+            &sizes,
+            "PPO's policy, value network and observation statistics",
+        )?;
         let (mut policy, mut value, mut observations) = (
             self.policy.clone(),
             self.value.clone(),
             self.observations.clone(),
         );
-        policy.set_parameters(&params[..policy_len])?;
-        value.set_parameters(&params[policy_len..policy_len + value_len])?;
-        observations.use_statistics(&params[policy_len + value_len..])?;
+        policy.set_parameters(parts[0])?;
+        value.set_parameters(parts[1])?;
+        observations.use_statistics(parts[2])?;
         self.policy = policy;
         self.value = value;
         self.observations = observations;
@@ -1068,7 +1067,7 @@ crate::rollout::impl_rollout_learner!(Ppo);
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::{GradientLearner, Learner, RolloutLearner};
+    use shoal_core::{Error, GradientLearner, Learner, RolloutLearner};
     use shoal_env::{PointReach, PointReachConfig};
     use shoal_policy::{digamma, lgamma};
 

@@ -13,8 +13,8 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use shoal_core::{
-    Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result,
-    Space, StopFlag, derive_seed, evaluate_policy,
+    Alone, Env, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result, Space,
+    StopFlag, derive_seed, evaluate_policy, split_parameters,
 };
 use shoal_policy::{
     Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
@@ -461,16 +461,14 @@ impl<E: Env> GradientLearner for Reinforce<E> {
     }
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        let split = self.policy.parameters().len();
-        if params.len() < split {
-            return Err(Error::Shape(format!(
-                "parameter vector too short: {}",
-                params.len()
-            )));
-        }
+        let sizes = [
+            self.policy.parameters().len(),
+            self.value.parameters().len(),
+        ];
+        let parts = split_parameters(params, &sizes, "the policy and value network")?;
         let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
-        policy.set_parameters(&params[..split])?;
-        value.set_parameters(&params[split..])?;
+        policy.set_parameters(parts[0])?;
+        value.set_parameters(parts[1])?;
         self.policy = policy;
         self.value = value;
         self.acting = self.policy.module.valid();
@@ -490,7 +488,7 @@ crate::rollout::impl_rollout_learner!(Reinforce);
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::{GradientLearner, Learner, RolloutLearner};
+    use shoal_core::{Error, GradientLearner, Learner, RolloutLearner};
     use shoal_env::{PointReach, PointReachConfig};
 
     use super::*;

@@ -221,6 +221,41 @@ pub trait GradientLearner: Learner {
     ) -> Result<LearnReport>;
 }
 
+/// Splits a flat parameter vector, as [`GradientLearner::parameters`]
+/// writes it, into consecutive parts of the given `sizes`; `parts` names
+/// them for the error when the length is not their sum (a vector from
+/// another model).
+///
+/// ```
+/// use shoal_core::split_parameters;
+/// let parts = split_parameters(&[1.0, 2.0, 3.0], &[1, 2], "actor and critic").unwrap();
+/// assert_eq!(parts, [&[1.0][..], &[2.0, 3.0][..]]);
+/// let err = split_parameters(&[1.0], &[1, 2], "actor and critic").unwrap_err();
+/// assert_eq!(err.to_string(), "shape mismatch: parameter vector has 1 values, actor and critic have 3");
+/// ```
+pub fn split_parameters<'a>(
+    params: &'a [f32],
+    sizes: &[usize],
+    parts: &str,
+) -> Result<Vec<&'a [f32]>> {
+    let expected: usize = sizes.iter().sum();
+    if params.len() != expected {
+        return Err(crate::Error::Shape(format!(
+            "parameter vector has {} values, {parts} have {expected}",
+            params.len()
+        )));
+    }
+    let mut rest = params;
+    Ok(sizes
+        .iter()
+        .map(|&size| {
+            let (part, tail) = rest.split_at(size);
+            rest = tail;
+            part
+        })
+        .collect())
+}
+
 /// A batch learner that can split collection from update: workers collect
 /// rollouts with the current policy, one worker updates on all of them.
 pub trait RolloutLearner: Learner {

@@ -50,7 +50,7 @@ pub use env::{Env, GoalEnv, Info, Step, TimeLimit};
 pub use error::{Error, Result};
 pub use learner::{
     Alone, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, RolloutLearner,
-    SuccessFn, evaluate_policy, evaluate_policy_with,
+    SuccessFn, evaluate_policy, evaluate_policy_with, split_parameters,
 };
 pub use seeding::{derive_seed, reseed, rng_from_seed};
 pub use space::Space;

@@ -2,7 +2,7 @@
 //! between workers.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, MeanReducer, Result, derive_seed};
+use shoal_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_policy::GoalNormalizer;
 
 use super::agent::MODEL_STREAM;
@@ -160,20 +160,10 @@ impl HacModels {
             .iter()
             .map(|l| l.networks.parameters().len())
             .collect();
-        if params.len() != sizes.iter().sum::<usize>() {
-            return Err(Error::Shape(format!(
-                "parameter vector has {} values, the levels have {}",
-                params.len(),
-                sizes.iter().sum::<usize>()
-            )));
-        }
+        let parts = split_parameters(params, &sizes, "the levels")?;
         let mut levels = self.levels.clone();
-        let mut start = 0;
-        for (level, size) in levels.iter_mut().zip(sizes) {
-            level
-                .networks
-                .set_parameters(&params[start..start + size])?;
-            start += size;
+        for (level, part) in levels.iter_mut().zip(parts) {
+            level.networks.set_parameters(part)?;
         }
         self.levels = levels;
         Ok(())

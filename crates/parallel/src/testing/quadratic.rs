@@ -4,7 +4,7 @@
 
 use shoal_core::{
     Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result, RolloutLearner,
-    derive_seed,
+    derive_seed, split_parameters,
 };
 
 use crate::comm::{add_into, bytes_into_f32s, f32s_to_bytes};
@@ -195,14 +195,8 @@ impl GradientLearner for Quadratic {
     }
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        if params.len() != self.params.len() {
-            return Err(Error::Shape(format!(
-                "{} parameters, expected {}",
-                params.len(),
-                self.params.len()
-            )));
-        }
-        self.params.copy_from_slice(params);
+        let parts = split_parameters(params, &[self.params.len()], "the quadratic")?;
+        self.params.copy_from_slice(parts[0]);
         Ok(())
     }
 
