@@ -200,11 +200,9 @@ pub struct ScaleRow {
     /// The slowest worker's compute per iteration, median over every
     /// iteration of every run, in seconds.
     pub compute_s_per_iteration: f64,
-    /// Mean values per all-reduce call (0 without all-reduces).
-    pub values_per_all_reduce: u64,
-    /// The size the latency was measured at besides one value: the larger
-    /// of the mean all-reduce and the mean other collective, in values.
-    pub measured_values: u64,
+    /// The collectives' sizes (fields of the row in `scale.json`).
+    #[serde(flatten)]
+    pub sizes: CollectiveSizes,
     /// The latencies the projection used: the median of `latency_rounds`,
     /// each part on its own.
     pub latency: Latency,
@@ -355,14 +353,14 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     Ok(())
 }
 
-/// The all-reduce sizes of one worker count's runs.
-#[derive(Clone, Copy, Debug)]
-struct CollectiveSizes {
+/// The collective sizes of one worker count's runs.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CollectiveSizes {
     /// Mean values per all-reduce call (0 without all-reduces).
-    values_per_all_reduce: u64,
+    pub values_per_all_reduce: u64,
     /// The size the latency is measured at besides one value: the larger of
     /// the mean all-reduce and the mean other collective, in values.
-    measured_values: u64,
+    pub measured_values: u64,
 }
 
 impl CollectiveSizes {
@@ -452,8 +450,7 @@ fn scale_row(
             .collect(),
         updates_to_target: group.iter().map(|r| r.updates_to_target).collect(),
         compute_s_per_iteration: median(&compute).unwrap_or(f64::NAN),
-        values_per_all_reduce: sizes.values_per_all_reduce,
-        measured_values: sizes.measured_values,
+        sizes,
         latency,
         latency_rounds: rounds,
         projected_s_to_target: projections.iter().map(|p| p.1).collect(),
@@ -561,7 +558,9 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
                 format!("{:.3}", row.compute_s_per_iteration),
                 format!(
                     "{:.3}",
-                    row.latency.cost(1, row.values_per_all_reduce.max(1) as f64) * 1e3
+                    row.latency
+                        .cost(1, row.sizes.values_per_all_reduce.max(1) as f64)
+                        * 1e3
                 ),
                 median_and_range(&flat(&row.projected_s_to_target)),
                 number(speedup),
