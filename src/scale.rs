@@ -391,12 +391,14 @@ fn measure_latencies(
     sizes: &BTreeMap<usize, CollectiveSizes>,
     rounds: usize,
 ) -> Result<BTreeMap<usize, Vec<Latency>>> {
-    let counts: Vec<String> = sizes.keys().map(usize::to_string).collect();
-    eprintln!(
-        "scale: measuring all-reduce latencies on {} for {} workers, {rounds} rounds",
-        backend.name(),
-        counts.join(", ")
-    );
+    let counts: Vec<String> = sizes.range(2..).map(|(n, _)| n.to_string()).collect();
+    if !counts.is_empty() {
+        eprintln!(
+            "scale: measuring all-reduce latencies on {} for {} workers, {rounds} rounds",
+            backend.name(),
+            counts.join(", ")
+        );
+    }
     let mut latencies: BTreeMap<usize, Vec<Latency>> = BTreeMap::new();
     for _ in 0..rounds {
         for (&workers, size) in sizes {

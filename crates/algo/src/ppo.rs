@@ -1030,8 +1030,8 @@ impl<E: Env> GradientLearner for Ppo<E> {
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
         let sizes = [
-            self.policy.parameters().len(),
-            self.value.parameters().len(),
+            self.policy.module.num_params(),
+            self.value.module.num_params(),
             2 * self.obs_dim,
         ];
         let parts = split_parameters(

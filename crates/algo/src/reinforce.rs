@@ -462,8 +462,8 @@ impl<E: Env> GradientLearner for Reinforce<E> {
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
         let sizes = [
-            self.policy.parameters().len(),
-            self.value.parameters().len(),
+            self.policy.module.num_params(),
+            self.value.module.num_params(),
         ];
         let parts = split_parameters(params, &sizes, "the policy and value network")?;
         let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
