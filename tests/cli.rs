@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{assert_clean_failure, records, scratch, shoal, stderr};
+use common::{assert_clean_failure, records, scratch, shoal, shoal_args, stderr};
 
 const TINY: &[&str] = &[
     "--set",
@@ -22,7 +22,7 @@ fn train_tiny(dir: &Path, out: &str, extra: &[&str]) -> Output {
     let mut args = vec!["train", "toy-reinforce", "--out", out];
     args.extend_from_slice(TINY);
     args.extend_from_slice(extra);
-    shoal(&args, dir)
+    shoal_args(&args, dir)
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn tiny_training_run_writes_a_complete_run_directory() {
     // frozen policy would not.
     let final_episodes = "5";
     let eval = |episodes: &str| {
-        let out = shoal(&["eval", "run", "--episodes", episodes], &dir);
+        let out = shoal_args(&["eval", "run", "--episodes", episodes], &dir);
         assert!(out.status.success(), "{}", stderr(&out));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
@@ -65,7 +65,7 @@ fn tiny_training_run_writes_a_complete_run_directory() {
         "3 episodes, not all"
     );
 
-    let plot = shoal(&["plot", "run"], &dir);
+    let plot = shoal("plot run", &dir);
     assert!(plot.status.success(), "{}", stderr(&plot));
     let (width, height, pixels) = decode_png(&run.join("plots").join("return_vs_episode.png"));
     assert_eq!(
@@ -117,7 +117,7 @@ fn progress_lines_report_each_evaluation_unless_quiet() {
             "train.eval_every=20",
         ]
     };
-    let loud = shoal(&args("loud"), &dir);
+    let loud = shoal_args(&args("loud"), &dir);
     assert!(loud.status.success(), "{}", stderr(&loud));
     let text = stderr(&loud);
     let evals: Vec<&str> = text
@@ -128,7 +128,7 @@ fn progress_lines_report_each_evaluation_unless_quiet() {
     assert!(evals[0].starts_with("episode 20: eval return "), "{text}");
     assert!(evals[1].starts_with("episode 40: eval return "), "{text}");
     assert!(text.contains("run directory: loud"), "{text}");
-    let quiet = shoal(&[args("quiet"), vec!["--quiet"]].concat(), &dir);
+    let quiet = shoal_args(&[args("quiet"), vec!["--quiet"]].concat(), &dir);
     assert!(quiet.status.success(), "{}", stderr(&quiet));
     assert!(
         !stderr(&quiet).contains("eval return"),
@@ -191,7 +191,7 @@ fn assert_resume_matches(name: &str, preset: &str, extra: &[&str]) -> std::path:
             "--quiet",
         ]);
         args.extend_from_slice(extra);
-        let out = shoal(&args, &dir);
+        let out = shoal_args(&args, &dir);
         assert!(out.status.success(), "{name}: {}", stderr(&out));
     };
     train("full", 40, false);
@@ -313,7 +313,7 @@ fn a_resume_may_turn_profiling_on_but_not_change_how_workers_train() {
             "train.checkpoint_every=20",
         ];
         all.extend_from_slice(args);
-        shoal(&all, &dir)
+        shoal_args(&all, &dir)
     };
     let out = train(&["--out", "run", "--set", "train.episodes=20"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -355,7 +355,7 @@ fn a_resume_may_turn_profiling_on_but_not_change_how_workers_train() {
 #[test]
 fn unknown_preset_is_one_clear_error() {
     let dir = scratch("unknown-preset");
-    let out = shoal(&["train", "worm-reinforcee"], &dir);
+    let out = shoal("train worm-reinforcee", &dir);
     assert_clean_failure(&out, "unknown preset `worm-reinforcee`");
     assert!(
         !dir.join("runs").exists(),
@@ -366,22 +366,16 @@ fn unknown_preset_is_one_clear_error() {
 #[test]
 fn unknown_set_key_is_one_clear_error() {
     let dir = scratch("unknown-key");
-    let out = shoal(
-        &["train", "toy-reinforce", "--set", "algo.learnin_rate=1"],
-        &dir,
-    );
+    let out = shoal("train toy-reinforce --set algo.learnin_rate=1", &dir);
     assert_clean_failure(&out, "unknown key `algo.learnin_rate`");
 }
 
 #[test]
 fn malformed_value_is_one_clear_error() {
     let dir = scratch("malformed-value");
-    let out = shoal(
-        &["train", "toy-reinforce", "--set", "algo.gamma=fast"],
-        &dir,
-    );
+    let out = shoal("train toy-reinforce --set algo.gamma=fast", &dir);
     assert_clean_failure(&out, "gamma");
-    let out = shoal(&["train", "toy-reinforce", "--set", "nonsense"], &dir);
+    let out = shoal("train toy-reinforce --set nonsense", &dir);
     assert_clean_failure(&out, "key=value");
 }
 
@@ -389,22 +383,16 @@ fn malformed_value_is_one_clear_error() {
 fn malformed_config_file_is_one_clear_error() {
     let dir = scratch("malformed-toml");
     std::fs::write(dir.join("bad.toml"), "preset = \"x\"\nseed = [oops\n").unwrap();
-    let out = shoal(&["train", "bad.toml"], &dir);
+    let out = shoal("train bad.toml", &dir);
     assert_clean_failure(&out, "bad.toml is malformed");
 }
 
 #[test]
 fn zero_workers_and_unknown_backend_are_clear_errors() {
     let dir = scratch("workers");
+    assert_clean_failure(&shoal("train toy-reinforce --workers 0", &dir), "workers");
     assert_clean_failure(
-        &shoal(&["train", "toy-reinforce", "--workers", "0"], &dir),
-        "workers",
-    );
-    assert_clean_failure(
-        &shoal(
-            &["train", "toy-reinforce", "--backend", "carrier-pigeon"],
-            &dir,
-        ),
+        &shoal("train toy-reinforce --backend carrier-pigeon", &dir),
         "unknown backend \"carrier-pigeon\"",
     );
 }
@@ -425,11 +413,11 @@ fn corrupt_checkpoint_is_a_clear_error_and_changes_nothing() {
     std::fs::write(&state, &bytes).unwrap();
     let metrics_before = std::fs::read(run.join("metrics.jsonl")).unwrap();
 
-    let out = shoal(&["eval", "run"], &dir);
+    let out = shoal("eval run", &dir);
     assert_clean_failure(&out, "learner.bin");
     let mut args = vec!["train", "toy-reinforce", "--resume", "run"];
     args.extend_from_slice(TINY);
-    assert_clean_failure(&shoal(&args, &dir), "learner.bin");
+    assert_clean_failure(&shoal_args(&args, &dir), "learner.bin");
     assert_eq!(
         std::fs::read(run.join("metrics.jsonl")).unwrap(),
         metrics_before
@@ -450,13 +438,13 @@ fn resume_with_a_mismatched_config_is_a_clear_error() {
         "algo.hidden=[16]",
     ];
     args.extend_from_slice(TINY);
-    assert_clean_failure(&shoal(&args, &dir), "algo.hidden");
+    assert_clean_failure(&shoal_args(&args, &dir), "algo.hidden");
 }
 
 #[test]
 fn train_help_lists_every_preset_and_values_as_written() {
     let dir = scratch("help");
-    let out = shoal(&["train", "--help"], &dir);
+    let out = shoal("train --help", &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for preset in shoal::config::PRESETS {
@@ -476,7 +464,7 @@ fn train_help_lists_every_preset_and_values_as_written() {
 #[test]
 fn bench_env_help_names_every_env() {
     let dir = scratch("bench-help");
-    let out = shoal(&["bench-env", "--help"], &dir);
+    let out = shoal("bench-env --help", &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     let envs = shoal::config::EnvRegistry::builtin().ids();
@@ -492,11 +480,11 @@ fn bench_env_help_names_every_env() {
 #[test]
 fn bench_env_prints_steps_per_second_as_json() {
     let dir = scratch("bench");
-    let out = shoal(&["bench-env", "worm", "--steps", "2000"], &dir);
+    let out = shoal("bench-env worm --steps 2000", &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // 2 500 steps of 1 000-step worm episodes: two finished episodes.
-    let out = shoal(&["bench-env", "worm", "--steps", "2500"], &dir);
+    let out = shoal("bench-env worm --steps 2500", &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let v2: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -514,7 +502,7 @@ fn bench_env_prints_steps_per_second_as_json() {
         assert!((rate * seconds - steps).abs() < 1e-6 * steps, "{v}");
     }
     assert_clean_failure(
-        &shoal(&["bench-env", "submarine"], &dir),
+        &shoal("bench-env submarine", &dir),
         "unknown env `submarine`",
     );
 }
@@ -543,7 +531,7 @@ fn every_strategy_gives_the_same_run_on_threads_and_processes() {
             let mut runs = Vec::new();
             for backend in ["threads", "processes"] {
                 let out_dir = format!("{preset}-{strategy}-{workers}-{backend}");
-                let out = shoal(
+                let out = shoal_args(
                     &[
                         "train",
                         preset,
@@ -638,9 +626,9 @@ fn config_prints_the_configuration_train_runs_with() {
         "--set",
         "train.eval_every=8",
     ];
-    let printed = shoal(&[&["config", "toy-ppo"][..], &settings].concat(), &dir);
+    let printed = shoal_args(&[&["config", "toy-ppo"][..], &settings].concat(), &dir);
     assert!(printed.status.success(), "{}", stderr(&printed));
-    let out = shoal(
+    let out = shoal_args(
         &[
             &["train", "toy-ppo", "--out", "run", "--quiet"][..],
             &settings,
@@ -658,7 +646,7 @@ fn config_prints_the_configuration_train_runs_with() {
     assert!(saved.contains("seed = 3\n") && saved.contains("learning_rate = 0.002\n"));
 
     // Every key of another algorithm's preset, not only the help's.
-    let ddpg = shoal(&["config", "push-ddpg-her"], &dir);
+    let ddpg = shoal("config push-ddpg-her", &dir);
     let text = String::from_utf8_lossy(&ddpg.stdout);
     for key in ["batch_size = ", "her_strategy = ", "n_batches = "] {
         assert!(text.contains(key), "`{key}` missing from\n{text}");
@@ -666,11 +654,11 @@ fn config_prints_the_configuration_train_runs_with() {
 
     // The same refusals as `shoal train`, before anything is written.
     assert_clean_failure(
-        &shoal(&["config", "worm-reinforcee"], &dir),
+        &shoal("config worm-reinforcee", &dir),
         "unknown preset `worm-reinforcee`",
     );
     assert_clean_failure(
-        &shoal(&["config", "toy-reinforce", "--workers", "2"], &dir),
+        &shoal("config toy-reinforce --workers 2", &dir),
         "parallel.strategy=pool|gather|averaging",
     );
     assert!(!dir.join("runs").exists());
@@ -685,7 +673,7 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
             extra,
         ]
         .concat();
-        let out = shoal(&args, &dir);
+        let out = shoal_args(&args, &dir);
         assert!(out.status.success(), "{}", stderr(&out));
         let cfg: toml::Table = toml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
         cfg["algo"][key].as_integer().unwrap()
@@ -719,19 +707,7 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
     );
     // What the run trains with is what `shoal config` showed.
     let out = shoal(
-        &[
-            "train",
-            "toy-ddpg-her",
-            "--workers",
-            "2",
-            "--set",
-            "parallel.strategy=\"averaging\"",
-            "--set",
-            "train.episodes=4",
-            "--out",
-            "run",
-            "--quiet",
-        ],
+        r#"train toy-ddpg-her --workers 2 --set 'parallel.strategy="averaging"' --set train.episodes=4 --out run --quiet"#,
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -742,7 +718,7 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
 #[test]
 fn several_workers_need_a_parallel_strategy() {
     let dir = scratch("no-strategy");
-    let out = shoal(&["train", "toy-reinforce", "--workers", "2"], &dir);
+    let out = shoal("train toy-reinforce --workers 2", &dir);
     assert_clean_failure(&out, "parallel.strategy=pool|gather|averaging");
     assert!(
         !dir.join("runs").exists(),
@@ -754,23 +730,11 @@ fn several_workers_need_a_parallel_strategy() {
 fn render_writes_a_gif_and_compare_tabulates_runs() {
     let dir = scratch("render");
     let worm = shoal(
-        &[
-            "train",
-            "worm-reinforce",
-            "--out",
-            "worm",
-            "--set",
-            "env.max_episode_steps=40",
-            "--set",
-            "train.episodes=2",
-            "--set",
-            "train.final_eval_episodes=1",
-            "--quiet",
-        ],
+        "train worm-reinforce --out worm --set env.max_episode_steps=40 --set train.episodes=2 --set train.final_eval_episodes=1 --quiet",
         &dir,
     );
     assert!(worm.status.success(), "{}", stderr(&worm));
-    let render = shoal(&["render", "worm", "--out", "worm/swim.gif"], &dir);
+    let render = shoal("render worm --out worm/swim.gif", &dir);
     assert!(render.status.success(), "{}", stderr(&render));
     // One 40-step episode: a frame before every step and one after the last.
     assert_eq!(gif_frames(&dir.join("worm/swim.gif")), (720, 432, 41));
@@ -778,25 +742,15 @@ fn render_writes_a_gif_and_compare_tabulates_runs() {
     assert_eq!((width, height), (720, 432));
     // Eight episodes are 328 steps, over the 300-frame cap: every second
     // step (0, 2, …, 326) and the last (327).
-    let long = shoal(
-        &[
-            "render",
-            "worm",
-            "--episodes",
-            "8",
-            "--out",
-            "worm/long.gif",
-        ],
-        &dir,
-    );
+    let long = shoal("render worm --episodes 8 --out worm/long.gif", &dir);
     assert!(long.status.success(), "{}", stderr(&long));
     assert_eq!(gif_frames(&dir.join("worm/long.gif")), (720, 432, 165));
 
     assert!(train_tiny(&dir, "toy", &[]).status.success());
-    let toy_render = shoal(&["render", "toy"], &dir);
+    let toy_render = shoal("render toy", &dir);
     assert_clean_failure(&toy_render, "no renderer for env `point-reach`");
 
-    let table = shoal(&["compare", "worm", "toy", "--markdown"], &dir);
+    let table = shoal("compare worm toy --markdown", &dir);
     assert!(table.status.success(), "{}", stderr(&table));
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("| worm | worm-reinforce |"), "{text}");
@@ -842,7 +796,7 @@ fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) -> std:
     {
         args.extend_from_slice(&["--set", set]);
     }
-    let out = shoal(&args, &dir);
+    let out = shoal_args(&args, &dir);
     assert!(out.status.success(), "{name}: {}", stderr(&out));
 
     let run = dir.join("run");
@@ -977,7 +931,7 @@ fn preset_toy_reinforce_runs_end_to_end() {
 #[test]
 fn preset_push_ddpg_her_runs_end_to_end_and_renders_its_policy() {
     let run = run_preset("push-ddpg-her", 2, FEW_UPDATES, true);
-    let out = shoal(&["render", "run", "--episodes", "1"], run.parent().unwrap());
+    let out = shoal("render run --episodes 1", run.parent().unwrap());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(run.join("render.png").is_file());
 }
@@ -1028,7 +982,7 @@ fn preset_ur5_hac2_runs_end_to_end() {
 #[test]
 fn preset_ur5_hac3_runs_end_to_end_and_renders_every_level() {
     let run = run_preset("ur5-hac3", 2, SHORT_JOINTED, true);
-    let out = shoal(&["render", "run", "--episodes", "1"], run.parent().unwrap());
+    let out = shoal("render run --episodes 1", run.parent().unwrap());
     assert!(out.status.success(), "{}", stderr(&out));
     for file in ["render.gif", "render.png"] {
         assert!(run.join(file).is_file(), "missing {file}");
@@ -1048,7 +1002,7 @@ fn preset_pendulum_hac2_runs_end_to_end() {
 #[test]
 fn preset_pendulum_hac3_runs_end_to_end_and_renders() {
     let run = run_preset("pendulum-hac3", 2, SHORT_JOINTED, true);
-    let out = shoal(&["render", "run", "--episodes", "1"], run.parent().unwrap());
+    let out = shoal("render run --episodes 1", run.parent().unwrap());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(run.join("render.png").is_file());
 }
@@ -1074,27 +1028,7 @@ fn three_level_hac_trains_through_the_binary() {
     // level acts, collects transitions and trains.
     let dir = scratch("hac-three-levels");
     let out = shoal(
-        &[
-            "train",
-            "toy-hac",
-            "--out",
-            "run",
-            "--quiet",
-            "--set",
-            "algo.levels=3",
-            "--set",
-            "algo.horizon=4",
-            "--set",
-            "algo.n_batches=2",
-            "--set",
-            "train.episodes=6",
-            "--set",
-            "train.eval_every=3",
-            "--set",
-            "train.eval_episodes=1",
-            "--set",
-            "train.final_eval_episodes=2",
-        ],
+        "train toy-hac --out run --quiet --set algo.levels=3 --set algo.horizon=4 --set algo.n_batches=2 --set train.episodes=6 --set train.eval_every=3 --set train.eval_episodes=1 --set train.final_eval_episodes=2",
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));

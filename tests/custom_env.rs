@@ -39,7 +39,7 @@ fn an_env_from_outside_trains_checkpoints_and_resumes_exactly() {
         .unwrap();
     common::assert_clean_failure(&out, "cannot resume from");
     // shoal's own tools read the run directory.
-    let plot = shoal(&["plot", "whole"], &dir);
+    let plot = shoal("plot whole", &dir);
     assert!(plot.status.success(), "{}", common::stderr(&plot));
     std::fs::remove_dir_all(&dir).unwrap();
 }

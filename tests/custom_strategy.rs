@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_clean_failure, records, scratch, shoal};
+use common::{assert_clean_failure, records, scratch, shoal, shoal_args};
 
 const SCHEDULE: &[&str] = &[
     "--set",
@@ -70,11 +70,11 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
         }
 
         // shoal's own tools accept the run directory.
-        let plot = shoal(&["plot", &whole], &dir);
+        let plot = shoal_args(&["plot", &whole], &dir);
         assert!(plot.status.success());
         let png = std::fs::read(dir.join(&whole).join("plots").join("eval.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
-        let eval = shoal(&["eval", &whole, "--episodes", "4"], &dir);
+        let eval = shoal_args(&["eval", &whole, "--episodes", "4"], &dir);
         assert!(eval.status.success());
         let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
         assert_eq!(report["episodes"], 4);
@@ -82,7 +82,7 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
     }
     // `shoal train` does not know local SGD: one line saying where it runs.
     assert_clean_failure(
-        &shoal(&["train", "--resume", "threads-whole"], &dir),
+        &shoal("train --resume threads-whole", &dir),
         "parallel.strategy `local-sgd` is not one shoal train runs",
     );
 }

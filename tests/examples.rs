@@ -32,19 +32,7 @@ fn the_push_examples_train_and_evaluate() {
 fn her_audit_reads_a_run_window_by_window() {
     let dir = scratch("examples-her-audit");
     let out = shoal(
-        &[
-            "train",
-            "push-ddpg-her",
-            "--out",
-            "run",
-            "--quiet",
-            "--set",
-            "train.episodes=8",
-            "--set",
-            "train.checkpoint_every=8",
-            "--set",
-            "algo.n_batches=2",
-        ],
+        "train push-ddpg-her --out run --quiet --set train.episodes=8 --set train.checkpoint_every=8 --set algo.n_batches=2",
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));

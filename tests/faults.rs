@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_clean_failure, records, shoal, shoal_command, stderr};
+use common::{assert_clean_failure, records, shoal, shoal_args, shoal_command, stderr};
 
 fn spawn(args: &[&str], cwd: &Path) -> Child {
     shoal_command()
@@ -101,7 +101,7 @@ fn train_args(
 
 fn run_shoal(args: &[String], cwd: &Path) -> Output {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    shoal(&args, cwd)
+    shoal_args(&args, cwd)
 }
 
 fn spawn_shoal(args: &[String], cwd: &Path) -> Child {
@@ -418,7 +418,7 @@ fn refused(dir: &Path, source: &str, sets: &[&str], needle: &str) {
     for set in sets {
         args.extend(["--set", set]);
     }
-    let out = shoal(&args, dir);
+    let out = shoal_args(&args, dir);
     assert_clean_failure(&out, needle);
     assert!(
         !dir.join("run").exists(),
@@ -583,13 +583,13 @@ fn counts_are_bounded_and_zero_episodes_is_refused_by_every_strategy() {
         &dir,
     ));
     for episodes in ["1000000000000", "1e12"] {
-        let out = shoal(&["eval", "ok", "--episodes", episodes], &dir);
+        let out = shoal_args(&["eval", "ok", "--episodes", episodes], &dir);
         assert_clean_failure(
             &out,
             "--episodes must be between 1 and 1000000, got 1000000000000",
         );
     }
-    let out = shoal(&["render", "ok", "--episodes", "1000000000000"], &dir);
+    let out = shoal("render ok --episodes 1000000000000", &dir);
     assert_clean_failure(
         &out,
         "--episodes must be between 1 and 100, got 1000000000000",
@@ -684,10 +684,10 @@ fn eval_and_render_need_only_the_model() {
     let memory = checkpoints.join(latest.trim()).join("memory.bin");
     std::fs::remove_file(&memory).unwrap();
 
-    let eval = succeeds(shoal(&["eval", "push", "--episodes", "2"], &dir));
+    let eval = succeeds(shoal("eval push --episodes 2", &dir));
     let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
     assert_eq!(report["episodes"], 2);
-    succeeds(shoal(&["render", "push", "--out", "push/look.gif"], &dir));
+    succeeds(shoal("render push --out push/look.gif", &dir));
     assert!(
         std::fs::read(dir.join("push/look.gif"))
             .unwrap()

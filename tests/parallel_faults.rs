@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_clean_failure, scratch, shoal, shoal_command};
+use common::{assert_clean_failure, scratch, shoal, shoal_args, shoal_command};
 
 /// Waits for `child` to exit, killing it and failing the test after `limit`.
 fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::Output {
@@ -196,7 +196,7 @@ fn a_worker_facing_a_lying_rank_zero_exits_with_one_error_line() {
 fn worker_counts_beyond_the_limit_are_refused_before_anything_is_written() {
     let dir = scratch("too-many-workers");
     for (workers, backend) in [("5000", "threads"), ("5000", "processes"), ("0", "threads")] {
-        let out = shoal(
+        let out = shoal_args(
             &[
                 "train",
                 "toy-reinforce",
@@ -223,19 +223,14 @@ fn worker_counts_beyond_the_limit_are_refused_before_anything_is_written() {
 fn an_unknown_strategy_or_backend_is_one_clear_line() {
     let dir = scratch("unknown-strategy");
     let out = shoal(
-        &[
-            "train",
-            "toy-reinforce",
-            "--set",
-            "parallel.strategy=\"gradient\"",
-        ],
+        r#"train toy-reinforce --set 'parallel.strategy="gradient"'"#,
         &dir,
     );
     assert_clean_failure(
         &out,
         "parallel.strategy `gradient` is not one shoal train runs (none, pool, gather, averaging)",
     );
-    let out = shoal(&["train", "toy-reinforce", "--backend", "gpu"], &dir);
+    let out = shoal("train toy-reinforce --backend gpu", &dir);
     assert_clean_failure(&out, "gpu");
     assert!(!dir.join("runs").exists());
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use common::{records, scratch, shoal, shoal_command};
+use common::{records, scratch, shoal_args, shoal_command};
 
 /// Starts `shoal args…` in its own process group (as a shell job), so a
 /// signal can go to it and its worker processes together, as Ctrl-C does.
@@ -102,7 +102,7 @@ fn comparable(run: &Path) -> Vec<serde_json::Value> {
 /// reach `after`, then resumes the interrupted run; the two must agree.
 fn stop_and_resume(name: &str, args: &[&str], signal: &str, kind: &str, after: usize) {
     let dir = scratch(name);
-    let whole = shoal(
+    let whole = shoal_args(
         &[&["train"], args, &["--out", "whole", "--quiet"]].concat(),
         &dir,
     );
@@ -128,7 +128,7 @@ fn stop_and_resume(name: &str, args: &[&str], signal: &str, kind: &str, after: u
         "the stop came before the end ({stopped_at})"
     );
 
-    let resumed = shoal(
+    let resumed = shoal_args(
         &[&["train"], args, &["--resume", "split", "--quiet"]].concat(),
         &dir,
     );
@@ -226,7 +226,7 @@ fn a_second_signal_exits_at_once() {
 #[test]
 fn a_sweep_stopped_by_sigint_resumes_its_interrupted_cell() {
     let dir = scratch("stop-sweep");
-    let whole = shoal(
+    let whole = shoal_args(
         &[&["train"], WORM, &["--out", "whole", "--quiet"]].concat(),
         &dir,
     );
@@ -253,7 +253,7 @@ fn a_sweep_stopped_by_sigint_resumes_its_interrupted_cell() {
     assert!(cell.join("summary.json").is_file(), "{err}");
     assert_eq!(summary(&cell)["interrupted"], true, "{err}");
 
-    let again = shoal(&sweep, &dir);
+    let again = shoal_args(&sweep, &dir);
     assert!(again.status.success(), "{}", common::stderr(&again));
     assert_eq!(summary(&cell)["interrupted"], serde_json::Value::Null);
     assert_eq!(comparable(&cell), comparable(&dir.join("whole")));

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_clean_failure, scratch, shoal, stderr};
+use common::{assert_clean_failure, scratch, shoal, shoal_args, stderr};
 
 const TINY: &[&str] = &[
     "--set",
@@ -26,7 +26,7 @@ fn sweep(dir: &Path, seeds: &str) -> std::process::Output {
         &["--seeds", seeds, "--jobs", "2", "--out", "s"],
     ]
     .concat();
-    shoal(&args, dir)
+    shoal_args(&args, dir)
 }
 
 fn summary_bytes(dir: &Path, setting: &str, seed: u64) -> Vec<u8> {
@@ -114,22 +114,12 @@ fn a_sweep_runs_its_grid_and_continues_where_it_stopped() {
 fn a_bad_grid_fails_before_anything_runs() {
     let dir = scratch("sweep-bad");
     let out = shoal(
-        &[
-            "sweep",
-            "toy-reinforce",
-            "--grid",
-            "algo.gama=0.9,0.99",
-            "--out",
-            "s",
-        ],
+        "sweep toy-reinforce --grid algo.gama=0.9,0.99 --out s",
         &dir,
     );
     assert_clean_failure(&out, "cell algo.gama=0.9: unknown key `algo.gama`");
     assert!(!dir.join("s").exists());
-    let out = shoal(
-        &["sweep", "toy-reinforce", "--seeds", "0..5000", "--out", "s"],
-        &dir,
-    );
+    let out = shoal("sweep toy-reinforce --seeds 0..5000 --out s", &dir);
     assert_clean_failure(&out, "--seeds `0..5000` names more than 1000 seeds");
     assert!(!dir.join("s").exists());
 }
@@ -158,7 +148,7 @@ fn scale_projects_a_profiled_gather_sweep() {
 fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
     let dir = scratch(&format!("scale-{strategy}"));
     let strategy_setting = format!("parallel.strategy=\"{strategy}\"");
-    let out = shoal(
+    let out = shoal_args(
         &[
             "sweep",
             "toy-reinforce",
@@ -184,7 +174,7 @@ fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = shoal(&["scale", "s", "--latency-rounds", "2"], &dir);
+    let out = shoal("scale s --latency-rounds 2", &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("s/scale.json")).unwrap()).unwrap();
@@ -320,29 +310,18 @@ fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
 fn scale_refuses_runs_without_profiles_and_empty_directories() {
     let dir = scratch("scale-refused");
     std::fs::create_dir_all(dir.join("empty")).unwrap();
+    assert_clean_failure(&shoal("scale empty", &dir), "no finished runs under empty");
     assert_clean_failure(
-        &shoal(&["scale", "empty"], &dir),
-        "no finished runs under empty",
-    );
-    assert_clean_failure(
-        &shoal(&["scale", "empty", "--latency-rounds", "0"], &dir),
+        &shoal("scale empty --latency-rounds 0", &dir),
         "--latency-rounds must be between 1 and 25, got 0",
     );
     let out = shoal(
-        &[
-            "train",
-            "toy-reinforce",
-            "--out",
-            "plain/run",
-            "--quiet",
-            "--set",
-            "train.episodes=20",
-        ],
+        "train toy-reinforce --out plain/run --quiet --set train.episodes=20",
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_clean_failure(
-        &shoal(&["scale", "plain"], &dir),
+        &shoal("scale plain", &dir),
         "has no profiled iterations: train it with a parallel strategy and --set parallel.profile=true",
     );
 }

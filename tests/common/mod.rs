@@ -10,8 +10,17 @@ pub fn shoal_command() -> Command {
     Command::new(env!("CARGO_BIN_EXE_shoal"))
 }
 
-/// Runs `shoal args…` in `cwd` to completion.
-pub fn shoal(args: &[&str], cwd: &Path) -> Output {
+/// Runs the command line `shoal <line>` in `cwd` to completion. The line is
+/// split into words as a POSIX shell would (`'...'` keeps a TOML string's
+/// quotes), so a test reads like the command a user types.
+pub fn shoal(line: &str, cwd: &Path) -> Output {
+    let words = shlex::split(line).unwrap_or_else(|| panic!("unbalanced quotes in `{line}`"));
+    shoal_args(&words, cwd)
+}
+
+/// Runs `shoal args…` in `cwd` to completion, for arguments computed at run
+/// time (paths, formatted values) that a command line would need quoting for.
+pub fn shoal_args<S: AsRef<std::ffi::OsStr>>(args: &[S], cwd: &Path) -> Output {
     shoal_command()
         .args(args)
         .current_dir(cwd)
