@@ -772,18 +772,25 @@ impl RunConfig {
     }
 
     /// The worker-aware defaults of a preset trained on several workers: the
-    /// settings that set the update work per episode of experience follow
-    /// `parallel.workers` unless an override names them. One rule so far,
-    /// the one the measurements support: under gradient averaging, the
-    /// workers of DDPG and HAC share the preset's batch (`algo.batch_size` =
-    /// batch / N, at least 1), so each update still averages one batch's
-    /// worth of samples. For DDPG at 8 workers that projected a median
-    /// efficiency of 0.91 against 0.56 with a full batch each, and at 4
-    /// workers 1.35 against 0.68 (docs/experiments/scaling-push.md); for
-    /// HAC, two workers on two cores reached 0.9 sooner than one
-    /// (docs/experiments/hac-shared-batch.md). PPO keeps its settings:
-    /// neither averaging nor gathering reached the gait sooner than one
-    /// worker (docs/experiments/ppo-gather-scaling.md).
+    /// settings that set the update work per episode of experience, or the
+    /// pool's spread of candidates, follow `parallel.workers` unless an
+    /// override names them. Two rules, each chosen by measurements:
+    ///
+    /// - Under gradient averaging, the workers of DDPG and HAC share the
+    ///   preset's batch (`algo.batch_size` = batch / N, at least 1), so each
+    ///   update still averages one batch's worth of samples. For DDPG at 8
+    ///   workers that projected a median efficiency of 0.91 against 0.56
+    ///   with a full batch each, and at 4 workers 1.35 against 0.68
+    ///   (docs/experiments/scaling-push.md); for HAC, two workers on two
+    ///   cores reached 0.9 sooner than one (docs/experiments/hac-shared-batch.md).
+    ///   PPO keeps its settings: neither averaging nor gathering reached the
+    ///   gait sooner than one worker (docs/experiments/ppo-gather-scaling.md).
+    /// - A REINFORCE pool of 4 or more workers spreads its candidates'
+    ///   learning rates over a decade ([`spread_lr_scales`]) in place of the
+    ///   preset's `parallel.worker_lr_scales`, which were chosen for 2
+    ///   workers: on the 5-link worm the spread pool reached the first
+    ///   target in fewer lineage episodes than the preset's at 4, 10 and 16
+    ///   workers (docs/experiments/pool-lr-spread.md).
     ///
     /// Applied to presets only: a config file (a run's saved `config.toml`
     /// among them) already holds the values it trains with.
@@ -794,16 +801,22 @@ impl RunConfig {
                 .iter()
                 .any(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == key))
         };
-        if self.parallel.strategy != StrategyKind::Averaging || workers == 1 {
-            return;
-        }
-        if named("algo.batch_size") {
-            return;
-        }
-        match &mut self.algo {
-            AlgoConfig::Ddpg(ddpg) => ddpg.batch_size = (ddpg.batch_size / workers).max(1),
-            AlgoConfig::Hac(hac) => hac.batch_size = (hac.batch_size / workers).max(1),
-            AlgoConfig::Reinforce(_) | AlgoConfig::Ppo(_) => {}
+        match self.parallel.strategy {
+            StrategyKind::Averaging if workers > 1 && !named("algo.batch_size") => {
+                match &mut self.algo {
+                    AlgoConfig::Ddpg(ddpg) => ddpg.batch_size = (ddpg.batch_size / workers).max(1),
+                    AlgoConfig::Hac(hac) => hac.batch_size = (hac.batch_size / workers).max(1),
+                    AlgoConfig::Reinforce(_) | AlgoConfig::Ppo(_) => {}
+                }
+            }
+            StrategyKind::Pool
+                if workers >= SPREAD_POOL_FROM
+                    && matches!(self.algo, AlgoConfig::Reinforce(_))
+                    && !named("parallel.worker_lr_scales") =>
+            {
+                self.parallel.worker_lr_scales = spread_lr_scales(workers);
+            }
+            _ => {}
         }
     }
 
@@ -894,6 +907,25 @@ fn read_tree(envs: &EnvRegistry, tree: toml::Table) -> Result<RunConfig> {
     cfg.envs = envs.clone();
     cfg.envs.check(&cfg.env)?;
     Ok(cfg)
+}
+
+/// The fewest pool workers whose learning rates [`RunConfig::follow_workers`]
+/// spreads: 2 and 3 keep the preset's (measured at 2).
+pub const SPREAD_POOL_FROM: usize = 4;
+
+/// Learning-rate multipliers for `workers` pool candidates, evenly spaced in
+/// log scale from 1 to 10 and rounded to one decimal: 1.0, 2.2, 4.6, 10.0
+/// for 4 workers. The candidates try a decade of step sizes each iteration
+/// and the pool keeps whichever learned best, so a step too large for a
+/// single learner costs one candidate, not the run.
+pub fn spread_lr_scales(workers: usize) -> Vec<f64> {
+    if workers < 2 {
+        return vec![1.0; workers];
+    }
+    let last = (workers - 1) as f64;
+    (0..workers)
+        .map(|i| (10f64.powf(i as f64 / last) * 10.0).round() / 10.0)
+        .collect()
 }
 
 /// Rewrites keys that earlier versions of shoal wrote into config files as

@@ -716,6 +716,46 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
 }
 
 #[test]
+fn a_reinforce_pool_spreads_its_learning_rates_from_four_workers_unless_they_are_set() {
+    let dir = scratch("worker-aware-pool");
+    let scales = |extra: &str| {
+        let out = shoal(&format!("config worm5-pool {extra}"), &dir);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cfg: toml::Table = toml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        cfg["parallel"]["worker_lr_scales"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_float().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    // The documented values: the preset's pair up to 3 workers, then a
+    // decade spread evenly in log scale (10^(i / (N - 1)), one decimal).
+    assert_eq!(scales("--workers 2"), [1.0, 3.0]);
+    assert_eq!(scales("--workers 3"), [1.0, 3.0]);
+    assert_eq!(scales("--workers 4"), [1.0, 2.2, 4.6, 10.0]);
+    assert_eq!(
+        scales("--workers 10"),
+        [1.0, 1.3, 1.7, 2.2, 2.8, 3.6, 4.6, 6.0, 7.7, 10.0]
+    );
+    assert_eq!(scales("--workers 16").len(), 16);
+    // An explicit setting wins, before or after the worker count.
+    assert_eq!(
+        scales("--workers 8 --set 'parallel.worker_lr_scales=[1.0, 3.0]'"),
+        [1.0, 3.0]
+    );
+    assert_eq!(
+        scales("--set 'parallel.worker_lr_scales=[2.0]' --workers 8"),
+        [2.0]
+    );
+    // Only the pool spreads: averaging REINFORCE keeps the preset's list.
+    assert_eq!(
+        scales("--workers 8 --set 'parallel.strategy=\"averaging\"'"),
+        [1.0, 3.0]
+    );
+}
+
+#[test]
 fn several_workers_need_a_parallel_strategy() {
     let dir = scratch("no-strategy");
     let out = shoal("train toy-reinforce --workers 2", &dir);
