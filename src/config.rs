@@ -788,9 +788,11 @@ impl RunConfig {
     /// - A REINFORCE pool of 4 or more workers spreads its candidates'
     ///   learning rates over a decade ([`spread_lr_scales`]) in place of the
     ///   preset's `parallel.worker_lr_scales`, which were chosen for 2
-    ///   workers: on the 5-link worm the spread pool reached the first
-    ///   target in fewer lineage episodes than the preset's at 4, 10 and 16
-    ///   workers (docs/experiments/pool-lr-spread.md).
+    ///   workers: on the 5-link worm, projected onto one core per worker,
+    ///   the spread pool reached the first target 3.2× and 4.9× sooner than
+    ///   the best single learner with 10 and 16 workers, where the preset's
+    ///   pool gave 2.0× and 1.6×, and tied with it at 4
+    ///   (docs/experiments/pool-lr-spread.md).
     ///
     /// Applied to presets only: a config file (a run's saved `config.toml`
     /// among them) already holds the values it trains with.
