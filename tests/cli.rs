@@ -753,6 +753,18 @@ fn a_reinforce_pool_spreads_its_learning_rates_from_four_workers_unless_they_are
         scales("--workers 8 --set 'parallel.strategy=\"averaging\"'"),
         [1.0, 3.0]
     );
+    // What a pool run trains with, and saves for its resume, is the spread.
+    let out = shoal(
+        r#"train toy-reinforce --workers 4 --set 'parallel.strategy="pool"' --set train.episodes=80 --out run --quiet"#,
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let saved: toml::Table =
+        toml::from_str(&std::fs::read_to_string(dir.join("run/config.toml")).unwrap()).unwrap();
+    assert_eq!(
+        saved["parallel"]["worker_lr_scales"],
+        toml::Value::try_from([1.0, 2.2, 4.6, 10.0]).unwrap()
+    );
 }
 
 #[test]
