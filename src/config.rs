@@ -108,7 +108,9 @@ pub struct ParallelConfig {
     pub pool_eval_episodes: usize,
     /// Pool: learning-rate multipliers by rank; ranks past the end of the
     /// list use 1. Default `[0.1]`: worker 0 is the guard against steps
-    /// that are too large.
+    /// that are too large. A REINFORCE preset's pool of 4 or more workers
+    /// spreads them over a decade instead unless this key is set
+    /// (`[1.0, 2.2, 4.6, 10.0]` for 4 workers).
     pub worker_lr_scales: Vec<f64>,
     /// Pool: `algo.*` overrides by rank, each written as `--set` takes it
     /// (`[[], ["algo.learning_rate=0.003"]]` gives worker 1 its own rate);
