@@ -106,16 +106,23 @@ pub struct ParallelConfig {
     /// selected (the promoted agent's evaluation uses `train.eval_episodes`
     /// on the run's fixed evaluation seed, like a single learner's). Default 3.
     pub pool_eval_episodes: usize,
-    /// Pool: learning-rate multipliers by rank; ranks past the end of the
-    /// list use 1. Default `[0.1]`: worker 0 is the guard against steps
-    /// that are too large. A REINFORCE preset's pool of 4 or more workers
-    /// spreads them over a decade instead unless this key is set
-    /// (`[1.0, 2.2, 4.6, 10.0]` for 4 workers).
+    /// Pool: workers per candidate. Above 1, each candidate is a group of
+    /// this many consecutive workers that average their gradients, each
+    /// member scores it on `pool_eval_episodes` of its own, and
+    /// `worker_lr_scales` and `worker_overrides` are read by candidate. Must
+    /// divide `workers`. Default 1.
+    pub pool_group_size: usize,
+    /// Pool: learning-rate multipliers by candidate (by rank unless
+    /// `pool_group_size` is set); candidates past the end of the list use
+    /// 1. Default `[0.1]`: worker 0 is the guard against steps that are too
+    /// large. A REINFORCE preset's pool of 4 or more candidates spreads them
+    /// over a decade instead unless this key is set (`[1.0, 2.2, 4.6, 10.0]`
+    /// for 4).
     pub worker_lr_scales: Vec<f64>,
-    /// Pool: `algo.*` overrides by rank, each written as `--set` takes it
-    /// (`[[], ["algo.learning_rate=0.003"]]` gives worker 1 its own rate);
-    /// ranks past the end of the list use the run's `algo` table. Default
-    /// none.
+    /// Pool: `algo.*` overrides by candidate, each written as `--set` takes
+    /// it (`[[], ["algo.learning_rate=0.003"]]` gives worker 1 its own
+    /// rate); candidates past the end of the list use the run's `algo`
+    /// table. Default none.
     pub worker_overrides: Vec<Vec<String>>,
     /// Processes backend: the longest, in seconds, any rank waits for
     /// another inside one collective before the run fails naming it (a
@@ -138,6 +145,7 @@ impl Default for ParallelConfig {
             strategy: StrategyKind::None,
             episodes_per_iteration: 10,
             pool_eval_episodes: 3,
+            pool_group_size: 1,
             worker_lr_scales: vec![0.1],
             worker_overrides: Vec::new(),
             timeout_s: 600.0,
@@ -147,6 +155,11 @@ impl Default for ParallelConfig {
 }
 
 impl ParallelConfig {
+    /// The pool's candidates: one per `pool_group_size` workers.
+    pub fn candidates(&self) -> usize {
+        self.workers / self.pool_group_size.max(1)
+    }
+
     /// Checks the settings a parallel run depends on.
     pub fn validate(&self) -> Result<()> {
         if self.workers == 0 || self.workers > shoal_parallel::MAX_WORKERS {
@@ -171,12 +184,25 @@ impl ParallelConfig {
                 "parallel.worker_lr_scales must be positive and finite, got {scale}"
             )));
         }
-        let per_worker = self.worker_lr_scales.len().max(self.worker_overrides.len());
-        if self.strategy == StrategyKind::Pool && per_worker > self.workers {
+        let group = self.pool_group_size;
+        if group == 0 || (self.strategy == StrategyKind::Pool && self.workers % group != 0) {
             return Err(Error::Config(format!(
-                "parallel.worker_lr_scales and worker_overrides name {per_worker} workers; \
-                 the pool has {}",
+                "parallel.pool_group_size must divide parallel.workers ({}), got {group}",
                 self.workers
+            )));
+        }
+        if group != 1 && self.strategy != StrategyKind::Pool {
+            return Err(Error::Config(format!(
+                "parallel.pool_group_size applies to the pool, not strategy `{}`",
+                self.strategy
+            )));
+        }
+        let per_candidate = self.worker_lr_scales.len().max(self.worker_overrides.len());
+        if self.strategy == StrategyKind::Pool && per_candidate > self.candidates() {
+            return Err(Error::Config(format!(
+                "parallel.worker_lr_scales and worker_overrides name {per_candidate} \
+                 candidates; the pool has {}",
+                self.candidates()
             )));
         }
         if !self.worker_overrides.is_empty() && self.strategy != StrategyKind::Pool {
@@ -814,11 +840,11 @@ impl RunConfig {
                 }
             }
             StrategyKind::Pool
-                if workers >= SPREAD_POOL_FROM
+                if self.parallel.candidates() >= SPREAD_POOL_FROM
                     && matches!(self.algo, AlgoConfig::Reinforce(_))
                     && !named("parallel.worker_lr_scales") =>
             {
-                self.parallel.worker_lr_scales = spread_lr_scales(workers);
+                self.parallel.worker_lr_scales = spread_lr_scales(self.parallel.candidates());
             }
             _ => {}
         }
@@ -845,22 +871,27 @@ impl RunConfig {
         read_tree(&self.envs, tree).map_err(|e| in_context("after --set", e))
     }
 
-    /// The config worker `rank` of a pool trains with: the run's, with that
-    /// rank's `parallel.worker_overrides` applied, and its learning-rate
-    /// multiplier from `parallel.worker_lr_scales` (1 past the list's end).
+    /// The config worker `rank` of a pool trains with: the run's, with its
+    /// candidate's `parallel.worker_overrides` applied, and its candidate's
+    /// learning-rate multiplier from `parallel.worker_lr_scales` (1 past
+    /// the list's end). Candidate = rank / `parallel.pool_group_size`.
     pub fn worker(&self, rank: usize) -> Result<(RunConfig, f64)> {
+        let candidate = rank / self.parallel.pool_group_size.max(1);
         let overrides = self
             .parallel
             .worker_overrides
-            .get(rank)
+            .get(candidate)
             .map_or(&[][..], Vec::as_slice);
-        let cfg = self
-            .with_overrides(overrides)
-            .map_err(|e| in_context(&format!("parallel.worker_overrides of worker {rank}"), e))?;
+        let cfg = self.with_overrides(overrides).map_err(|e| {
+            in_context(
+                &format!("parallel.worker_overrides of candidate {candidate}"),
+                e,
+            )
+        })?;
         let scale = self
             .parallel
             .worker_lr_scales
-            .get(rank)
+            .get(candidate)
             .copied()
             .unwrap_or(1.0);
         Ok((cfg, scale))

@@ -55,10 +55,15 @@ const MAX_DEPTH: usize = 3;
 /// Arguments of `shoal scale`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ScaleArgs {
-    /// A directory of finished, profiled runs that differ in
+    /// Directories of finished, profiled runs that differ in
     /// `parallel.workers` and the seed (a `shoal sweep` with `--grid
-    /// parallel.workers=1,2,4,… --set parallel.profile=true`).
-    pub dir: PathBuf,
+    /// parallel.workers=1,2,4,… --set parallel.profile=true`). Several are
+    /// read as one: a single learner's sweep beside a pool's, say.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where `scale.json` and `scale.png` go (default: the first directory).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Markdown table instead of aligned columns.
     #[arg(long)]
     pub markdown: bool,
@@ -246,17 +251,27 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
         )));
     }
     let mut dirs = Vec::new();
-    find_runs(&args.dir, MAX_DEPTH, &mut dirs)?;
-    if dirs.is_empty() {
-        return Err(Error::Config(format!(
-            "no finished runs under {}",
-            args.dir.display()
-        )));
+    for dir in &args.dirs {
+        if !dir.is_dir() {
+            return Err(Error::Config(format!(
+                "{} is not a directory",
+                dir.display()
+            )));
+        }
+        let before = dirs.len();
+        find_runs(dir, MAX_DEPTH, &mut dirs)?;
+        if dirs.len() == before {
+            return Err(Error::Config(format!(
+                "no finished runs under {}",
+                dir.display()
+            )));
+        }
     }
     let runs = dirs
         .iter()
         .map(|dir| load_run(dir))
         .collect::<Result<Vec<_>>>()?;
+    refuse_repeated_seeds(&runs)?;
     let backend = runs[0].backend;
     if let Some(other) = runs.iter().find(|r| r.backend != backend) {
         return Err(Error::Config(format!(
@@ -320,7 +335,10 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     });
     let json = serde_json::to_vec_pretty(&report)
         .map_err(|e| Error::Config(format!("cannot encode the report: {e}")))?;
-    shoal_eval::atomic_write(args.dir.join(SCALE_FILE), &json)?;
+    let out = args.out.as_ref().unwrap_or(&args.dirs[0]);
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
+    shoal_eval::atomic_write(out.join(SCALE_FILE), &json)?;
     let curves: Vec<ScalingCurves> = by_workers
         .iter()
         .map(|(&workers, group)| ScalingCurves {
@@ -343,13 +361,33 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
             efficiency_by_seed: row.efficiency_by_seed.iter().flatten().copied().collect(),
         })
         .collect();
-    let plot = args.dir.join(SCALE_PLOT);
+    let plot = out.join(SCALE_PLOT);
     plot_scaling(&curves, &runs[0].target_metric, &points, &plot)?;
     eprintln!(
         "scale: wrote {} and {}",
-        args.dir.join(SCALE_FILE).display(),
+        out.join(SCALE_FILE).display(),
         plot.display()
     );
+    Ok(())
+}
+
+/// Each run is compared with the run of its seed with the fewest workers,
+/// so two runs of one worker count and seed (two learning rates in one
+/// sweep, or a directory given twice) would be mixed into one median.
+fn refuse_repeated_seeds(runs: &[ProfiledRun]) -> Result<()> {
+    let mut seen: BTreeMap<(usize, u64), &Path> = BTreeMap::new();
+    for run in runs {
+        if let Some(first) = seen.insert((run.workers, run.seed), &run.dir) {
+            return Err(Error::Config(format!(
+                "{} and {} both have parallel.workers = {} and seed = {}: give one run per \
+                 worker count and seed",
+                first.display(),
+                run.dir.display(),
+                run.workers,
+                run.seed
+            )));
+        }
+    }
     Ok(())
 }
 

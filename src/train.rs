@@ -15,7 +15,8 @@ use shoal_algo::{Ddpg, Hac, Ppo, Reinforce};
 use shoal_core::{Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner};
 use shoal_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
 use shoal_parallel::{
-    AveragingConfig, GatherConfig, GradientAveraging, Pool, PoolConfig, RolloutGather, Strategy,
+    AveragingConfig, GatherConfig, GradientAveraging, GroupPool, Pool, PoolConfig, RolloutGather,
+    Strategy,
 };
 pub use shoal_run::StrategySetup;
 use shoal_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
@@ -163,9 +164,10 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
     if p.strategy == StrategyKind::Pool {
         let settings: Vec<serde_json::Value> = (0..p.workers)
             .map(|rank| {
+                let candidate = rank / p.pool_group_size.max(1);
                 json!({
-                    "lr_scale": p.worker_lr_scales.get(rank).copied().unwrap_or(1.0),
-                    "overrides": p.worker_overrides.get(rank).cloned().unwrap_or_default(),
+                    "lr_scale": p.worker_lr_scales.get(candidate).copied().unwrap_or(1.0),
+                    "overrides": p.worker_overrides.get(candidate).cloned().unwrap_or_default(),
                 })
             })
             .collect();
@@ -241,20 +243,24 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
         StrategyKind::None => {
             shoal_run::train(&spec, &options, || make_learner(cfg, 0, 1.0)).map(Some)
         }
-        StrategyKind::Pool => shoal_run::train_parallel(
-            &spec,
-            &options,
-            |rank| {
+        StrategyKind::Pool => {
+            let learner = |rank| {
                 let (worker_cfg, lr_scale) = cfg.worker(rank)?;
                 make_learner(&worker_cfg, rank, lr_scale)
-            },
-            |setup| {
-                Ok(Pool::new(
-                    PoolConfig::new(setup.schedule())
-                        .selection_episodes(cfg.parallel.pool_eval_episodes),
-                ))
-            },
-        ),
+            };
+            let pool = |setup: &StrategySetup| {
+                PoolConfig::new(setup.schedule())
+                    .selection_episodes(cfg.parallel.pool_eval_episodes)
+            };
+            match cfg.parallel.pool_group_size {
+                1 => shoal_run::train_parallel(&spec, &options, learner, |setup| {
+                    Ok(Pool::new(pool(setup)))
+                }),
+                group => shoal_run::train_parallel(&spec, &options, learner, |setup| {
+                    Ok(GroupPool::new(pool(setup), group))
+                }),
+            }
+        }
         StrategyKind::Gather => shoal_run::train_parallel(
             &spec,
             &options,
@@ -326,9 +332,10 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
             cfg.preset, cfg.parallel.workers
         )));
     }
-    // Bad per-worker overrides are refused before a run directory exists.
-    for rank in 0..cfg.parallel.worker_overrides.len() {
-        cfg.worker(rank)?;
+    // Bad per-candidate overrides are refused before a run directory exists.
+    let group = cfg.parallel.pool_group_size.max(1);
+    for candidate in 0..cfg.parallel.worker_overrides.len() {
+        cfg.worker(candidate * group)?;
     }
     let train = &cfg.train;
     let bad = |message: String| Err(Error::Config(message));
@@ -474,7 +481,28 @@ mod tests {
         assert_eq!(
             refused(&["parallel.worker_lr_scales=[0.1, 1.0, 1.0]"], 2),
             "invalid configuration: parallel.worker_lr_scales and worker_overrides name 3 \
-             workers; the pool has 2"
+             candidates; the pool has 2"
+        );
+        assert_eq!(
+            refused(
+                &[
+                    "parallel.pool_group_size=2",
+                    "parallel.worker_lr_scales=[1.0, 2.0]"
+                ],
+                2
+            ),
+            "invalid configuration: parallel.worker_lr_scales and worker_overrides name 2 \
+             candidates; the pool has 1"
+        );
+        assert_eq!(
+            refused(&["parallel.pool_group_size=2"], 3),
+            "invalid configuration: parallel.pool_group_size must divide parallel.workers (3), \
+             got 2"
+        );
+        assert_eq!(
+            refused(&["parallel.pool_group_size=0"], 2),
+            "invalid configuration: parallel.pool_group_size must divide parallel.workers (2), \
+             got 0"
         );
         assert_eq!(
             refused(&["parallel.worker_lr_scales=[0.1, -1.0]"], 2),
@@ -490,8 +518,19 @@ mod tests {
                 &[r#"parallel.worker_overrides=[[], ["algo.gamma=fast"]]"#],
                 2
             ),
-            "invalid configuration: parallel.worker_overrides of worker 1: `algo.gamma` expects \
-             a float, got `fast`"
+            "invalid configuration: parallel.worker_overrides of candidate 1: `algo.gamma` \
+             expects a float, got `fast`"
+        );
+        assert_eq!(
+            refused(
+                &[
+                    "parallel.pool_group_size=2",
+                    r#"parallel.worker_overrides=[[], ["algo.gamma=fast"]]"#
+                ],
+                4
+            ),
+            "invalid configuration: parallel.worker_overrides of candidate 1: `algo.gamma` \
+             expects a float, got `fast`"
         );
         assert!(!std::env::temp_dir().join("shoal-never-created").exists());
         let averaging = RunConfig::resolve(
@@ -508,6 +547,51 @@ mod tests {
             "invalid configuration: parallel.worker_overrides applies to the pool; strategy \
              `averaging` trains workers that must share one setting"
         );
+        let mut grouped_averaging = averaging.clone();
+        grouped_averaging.parallel.worker_overrides.clear();
+        grouped_averaging.parallel.pool_group_size = 2;
+        assert_eq!(
+            grouped_averaging
+                .parallel
+                .validate()
+                .unwrap_err()
+                .to_string(),
+            "invalid configuration: parallel.pool_group_size applies to the pool, not strategy \
+             `averaging`"
+        );
+    }
+
+    /// With candidates of 2 workers, both members of a candidate get its
+    /// settings: worker r reads entry r / 2 of each list.
+    #[test]
+    fn the_members_of_a_candidate_share_its_settings() {
+        let cfg = pool_of(
+            4,
+            &[
+                "parallel.pool_group_size=2",
+                "parallel.worker_lr_scales=[0.5, 2.0]",
+                r#"parallel.worker_overrides=[["algo.gamma=0.9"]]"#,
+            ],
+        )
+        .unwrap();
+        let AlgoConfig::Reinforce(base) = &cfg.algo else {
+            panic!("toy-reinforce is a reinforce preset")
+        };
+        let expected = [
+            (base.learning_rate * 0.5, 0.9),
+            (base.learning_rate * 0.5, 0.9),
+            (base.learning_rate * 2.0, base.gamma),
+            (base.learning_rate * 2.0, base.gamma),
+        ];
+        for (rank, (lr, gamma)) in expected.into_iter().enumerate() {
+            let (worker_cfg, scale) = cfg.worker(rank).unwrap();
+            let learner = make_reinforce(&worker_cfg, rank, scale).unwrap();
+            assert_eq!(learner.config().learning_rate, lr, "worker {rank}");
+            assert_eq!(learner.config().gamma, gamma, "worker {rank}");
+        }
+        let settings = &run_spec(&cfg).parallel.iteration_fields[0].1;
+        assert_eq!(settings[1]["lr_scale"], 0.5);
+        assert_eq!(settings[3]["lr_scale"], 2.0);
     }
 
     /// The `eval` records of a run, read by hand.

@@ -715,6 +715,35 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
     assert!(saved.contains("batch_size = 32\n"), "{saved}");
 }
 
+/// A pool whose candidates are pairs of averaging workers, through the
+/// binary: the winner is always a pair's first rank, and every worker's
+/// settings are its pair's.
+#[test]
+fn a_pool_of_averaging_pairs_trains_through_the_binary() {
+    let dir = scratch("group-pool");
+    let out = shoal(
+        r#"train toy-reinforce --workers 4 --set 'parallel.strategy="pool"' --set parallel.pool_group_size=2 --set 'parallel.worker_lr_scales=[1.0, 3.0]' --set train.episodes=80 --set parallel.episodes_per_iteration=2 --out run --quiet"#,
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let iterations: Vec<serde_json::Value> = records(&dir.join("run"))
+        .into_iter()
+        .filter(|r| r["kind"] == "iteration")
+        .collect();
+    assert_eq!(iterations.len(), 10);
+    for record in &iterations {
+        let winner = record["pool/winner"].as_u64().unwrap();
+        assert!(winner == 0 || winner == 2, "{record}");
+        let scales: Vec<f64> = record["pool/worker_settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["lr_scale"].as_f64().unwrap())
+            .collect();
+        assert_eq!(scales, [1.0, 1.0, 3.0, 3.0]);
+    }
+}
+
 #[test]
 fn a_reinforce_pool_spreads_its_learning_rates_from_four_workers_unless_they_are_set() {
     let dir = scratch("worker-aware-pool");
@@ -747,6 +776,15 @@ fn a_reinforce_pool_spreads_its_learning_rates_from_four_workers_unless_they_are
     assert_eq!(
         scales("--set 'parallel.worker_lr_scales=[2.0]' --workers 8"),
         [2.0]
+    );
+    // Candidates of several workers: the spread counts candidates.
+    assert_eq!(
+        scales("--workers 8 --set parallel.pool_group_size=2"),
+        [1.0, 2.2, 4.6, 10.0]
+    );
+    assert_eq!(
+        scales("--workers 6 --set parallel.pool_group_size=2"),
+        [1.0, 3.0]
     );
     // Only the pool spreads: averaging REINFORCE keeps the preset's list.
     assert_eq!(

@@ -352,7 +352,7 @@ fn reads(cli: &Cli) -> Vec<PathBuf> {
         }
         Command::Eval { run_dir, .. } | Command::Render { run_dir, .. } => vec![run_dir.clone()],
         Command::Plot { run_dirs, .. } | Command::Compare { run_dirs, .. } => run_dirs.clone(),
-        Command::Scale(scale) => vec![scale.dir.clone()],
+        Command::Scale(scale) => scale.dirs.clone(),
         Command::Config(config) if config.source.ends_with(".toml") => {
             vec![Path::new(&config.source).parent().unwrap().to_path_buf()]
         }

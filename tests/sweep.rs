@@ -306,6 +306,59 @@ fn scale_projects_a_profiled_worker_sweep(strategy: &str) {
     }
 }
 
+/// Runs from several directories are projected together (a single
+/// learner's sweep beside a pool's) into the `--out` directory; one worker
+/// count and seed twice is refused, since medians would mix them.
+#[test]
+fn scale_reads_several_directories_and_refuses_a_repeated_seed() {
+    let dir = scratch("scale-dirs");
+    for (workers, strategy, out) in [(1, "averaging", "single"), (2, "pool", "pool")] {
+        let out = shoal(
+            &format!(
+                "sweep toy-reinforce --grid parallel.workers={workers} \
+                 --set 'parallel.strategy=\"{strategy}\"' --set parallel.episodes_per_iteration=2 \
+                 --set parallel.profile=true --set train.episodes=24 --set train.eval_every=12 \
+                 --set train.target_return=-1000 --seeds 0..2 --out {out}"
+            ),
+            &dir,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = shoal("scale single pool --out both --latency-rounds 1", &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("both/scale.json")).unwrap()).unwrap();
+    assert!(dir.join("both/scale.png").is_file());
+    assert!(!dir.join("single/scale.json").exists());
+    let rows = report["rows"].as_array().unwrap();
+    for (row, (workers, source)) in rows.iter().zip([(1, "single"), (2, "pool")]) {
+        assert_eq!(row["workers"], workers);
+        let runs = row["run_dirs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert!(
+            runs.iter().all(|r| r.as_str().unwrap().starts_with(source)),
+            "{runs:?}"
+        );
+        // Each pool run is compared with the single learner of its seed.
+        assert!(
+            row["efficiency_by_seed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e.is_f64())
+        );
+    }
+    assert_eq!(rows.len(), 2);
+    assert_clean_failure(
+        &shoal("scale single pool single", &dir),
+        "both have parallel.workers = 1 and seed = 0: give one run per worker count and seed",
+    );
+    assert_clean_failure(
+        &shoal("scale single missing", &dir),
+        "missing is not a directory",
+    );
+}
+
 #[test]
 fn scale_refuses_runs_without_profiles_and_empty_directories() {
     let dir = scratch("scale-refused");

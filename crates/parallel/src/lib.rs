@@ -11,12 +11,14 @@
 //!   feature `mpi`). Sums are taken in rank order and handed to every rank,
 //!   so all backends agree bit for bit, and a seeded run gives the same
 //!   result on threads and on processes. [`testing::check_communicator`]
-//!   checks any implementation.
+//!   checks any implementation. [`GroupComm`] makes blocks of consecutive
+//!   ranks communicators of their own, for groups that run in step.
 //! * [`Strategy`]: how learners cooperate, written only against the learner
 //!   traits of shoal-core. Three are built in:
 //!   - [`Pool`] (branch-and-merge) for any [`Learner`](shoal_core::Learner):
 //!     every worker improves a copy of the best agent, the candidates are
-//!     evaluated frozen, the best is promoted;
+//!     evaluated frozen, the best is promoted ([`GroupPool`]: each candidate
+//!     a group of workers that average their gradients);
 //!   - [`RolloutGather`] for a [`RolloutLearner`](shoal_core::RolloutLearner):
 //!     workers collect, rank 0 updates and broadcasts weights;
 //!   - [`GradientAveraging`] for a [`GradientLearner`](shoal_core::GradientLearner):
@@ -151,6 +153,7 @@
 
 mod collective;
 mod comm;
+mod group;
 mod launch;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
@@ -163,6 +166,7 @@ mod testutil;
 mod threads;
 
 pub use comm::{CommReducer, Communicator, MAX_WORKERS};
+pub use group::GroupComm;
 pub use launch::{Backend, launch, launch_with};
 #[cfg(feature = "mpi")]
 pub use mpi_backend::MpiComm;
@@ -173,7 +177,7 @@ pub use process::{
 pub use profile::{Measured, TimedComm, WorkerProfile, thread_cpu_seconds};
 pub use strategy::averaging::{AveragingConfig, GradientAveraging};
 pub use strategy::gather::{GatherConfig, RolloutGather};
-pub use strategy::pool::{Pool, PoolConfig};
+pub use strategy::pool::{GroupPool, Pool, PoolConfig};
 pub use strategy::{
     Context, Control, Counters, IterationRecord, OnIteration, RecordValue, Resume, RunSummary,
     Schedule, Strategy, WorkerStats, decode, encode, eval_steps, hash_parameters, keep_going,

@@ -3,9 +3,14 @@
 //! evaluated with the policy frozen, and the best one is promoted.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Learner, Result, derive_seed};
+use shoal_core::{Error, GradientLearner, Learner, Result, derive_seed};
 
-use super::{Context, IterationRecord, RecordValue, Schedule, Strategy, WorkerStats, require};
+use super::{
+    Context, IterationRecord, RecordValue, Schedule, Strategy, WorkerStats, hash_parameters,
+    require,
+};
+use crate::comm::{CommReducer, Communicator};
+use crate::group::GroupComm;
 
 /// The pool's [`Strategy::name`].
 const NAME: &str = "pool";
@@ -156,74 +161,219 @@ impl<L: Learner + ?Sized> Strategy<L> for Pool {
     }
 
     fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
-        // Rank 0's configuration is authoritative.
-        let root_config = ctx
-            .comm()
-            .is_root()
-            .then(|| self.config.validate().map(|()| self.config.clone()));
-        self.config = ctx.share(root_config)?;
-        ctx.start_from_root(learner)?;
-        ctx.restore_memories(learner)
+        start_pool(&mut self.config, ctx, learner)
     }
 
     fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
-        let config = &self.config;
-        let selection_seed = derive_seed(config.schedule.seed ^ SELECTION_STREAM, ctx.iteration());
-        let outcome = learner
-            .learn(config.schedule.episodes_per_iteration)
-            .and_then(|report| {
-                let mut stats = WorkerStats::from_report(&report);
-                stats.eval = Some(learner.evaluate(config.selection_episodes, selection_seed)?);
-                Ok(stats)
-            });
-        let mut record =
-            ctx.share_record(outcome, |stats| Ok(promote(ctx.record(stats), stats)))?;
-        let comm = ctx.comm();
-        let winner = winner_of(&record);
-        let mut state = if comm.rank() == winner {
-            learner.save_state()
-        } else {
-            Vec::new()
-        };
-        comm.broadcast_bytes(&mut state, winner)?;
-        learner.load_state(&state)?;
-        if ctx.is_due(config.schedule.eval_interval) {
-            let evaluated = comm.is_root().then(|| {
-                ctx.evaluate_into(learner, &config.schedule, &mut record)?;
-                Ok(record)
-            });
-            record = ctx.share(evaluated)?;
-        }
-        Ok(record)
+        let episodes = self.config.schedule.episodes_per_iteration;
+        branch_and_merge(ctx, learner, &self.config, Candidate::ALONE, |learner| {
+            Ok(WorkerStats::from_report(&learner.learn(episodes)?))
+        })
     }
 }
 
-/// Rank 0's decision: the record of an iteration, naming the winner.
-fn promote(mut record: IterationRecord, stats: &[WorkerStats]) -> IterationRecord {
+/// A [`Pool`] whose candidates are groups of `group_size` consecutive
+/// workers ([`GroupComm`]) that average their gradients
+/// ([`GradientLearner::learn_averaged`]): a candidate learns from
+/// `group_size` workers' episodes per update, and the pool still chooses
+/// among `workers / group_size` candidates every iteration.
+///
+/// Each member scores its candidate on `selection_episodes` of its own
+/// (member 0 on the seed every candidate shares, member j on that seed's
+/// j-th derived seed), and a candidate's score is its members' mean: the
+/// group chooses on `group_size ×` the episodes in the same wall time. The
+/// winner's first rank sends its state to every worker. The members of a
+/// candidate must train with the same hyperparameters: rank 0 checks every
+/// iteration that they hold bit-identical parameters, and ends the run on
+/// every rank if not. With `group_size` 1 it runs exactly as [`Pool`].
+///
+/// The groups' all-reduces are collectives of every worker, so every
+/// candidate must make the same number of them (the same learner and
+/// schedule do).
+#[derive(Clone, Debug)]
+pub struct GroupPool {
+    config: PoolConfig,
+    group_size: usize,
+}
+
+impl GroupPool {
+    /// A pool of candidates of `group_size` workers each, starting from
+    /// rank 0's learner.
+    pub fn new(config: PoolConfig, group_size: usize) -> Self {
+        GroupPool { config, group_size }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+
+    /// Workers per candidate.
+    pub fn group_size(&self) -> usize {
+        self.group_size
+    }
+}
+
+impl<L: GradientLearner + ?Sized> Strategy<L> for GroupPool {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.config.schedule
+    }
+
+    fn start(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<()> {
+        GroupComm::new(ctx.comm(), self.group_size)?;
+        start_pool(&mut self.config, ctx, learner)
+    }
+
+    fn iteration(&mut self, ctx: &Context<'_>, learner: &mut L) -> Result<IterationRecord> {
+        let group = GroupComm::new(ctx.comm(), self.group_size)?;
+        let candidate = Candidate {
+            size: self.group_size,
+            member: group.rank(),
+        };
+        let episodes = self.config.schedule.episodes_per_iteration;
+        branch_and_merge(ctx, learner, &self.config, candidate, |learner| {
+            let report = learner.learn_averaged(episodes, &mut CommReducer::new(&group))?;
+            let mut stats = WorkerStats::from_report(&report);
+            stats.parameter_hash = Some(hash_parameters(&learner.parameters()));
+            Ok(stats)
+        })
+    }
+}
+
+/// Rank 0's configuration is authoritative; every worker starts from rank
+/// 0's learner (or the resumed state) and gets its own memory back.
+fn start_pool<L: Learner + ?Sized>(
+    config: &mut PoolConfig,
+    ctx: &Context<'_>,
+    learner: &mut L,
+) -> Result<()> {
+    let root_config = ctx
+        .comm()
+        .is_root()
+        .then(|| config.validate().map(|()| config.clone()));
+    *config = ctx.share(root_config)?;
+    ctx.start_from_root(learner)?;
+    ctx.restore_memories(learner)
+}
+
+/// Which candidate this worker trains: how many workers train it, and
+/// which of them this one is.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    size: usize,
+    member: usize,
+}
+
+impl Candidate {
+    /// A candidate of one worker, as in [`Pool`].
+    const ALONE: Candidate = Candidate { size: 1, member: 0 };
+}
+
+/// One pool iteration: `train` this worker's candidate, score it, promote
+/// the best and load it everywhere, and evaluate it when due.
+fn branch_and_merge<L: Learner + ?Sized>(
+    ctx: &Context<'_>,
+    learner: &mut L,
+    config: &PoolConfig,
+    candidate: Candidate,
+    train: impl FnOnce(&mut L) -> Result<WorkerStats>,
+) -> Result<IterationRecord> {
+    let shared_seed = derive_seed(config.schedule.seed ^ SELECTION_STREAM, ctx.iteration());
+    let selection_seed = match candidate.member {
+        0 => shared_seed,
+        member => derive_seed(shared_seed, member as u64),
+    };
+    let outcome = train(learner).and_then(|mut stats| {
+        stats.eval = Some(learner.evaluate(config.selection_episodes, selection_seed)?);
+        Ok(stats)
+    });
+    let mut record = ctx.share_record(outcome, |stats| {
+        check_members_agree(stats, candidate.size, ctx.iteration())?;
+        Ok(promote(ctx.record(stats), stats, candidate.size))
+    })?;
+    let comm = ctx.comm();
+    let winner = winner_of(&record);
+    let mut state = if comm.rank() == winner {
+        learner.save_state()
+    } else {
+        Vec::new()
+    };
+    comm.broadcast_bytes(&mut state, winner)?;
+    learner.load_state(&state)?;
+    if ctx.is_due(config.schedule.eval_interval) {
+        let evaluated = comm.is_root().then(|| {
+            ctx.evaluate_into(learner, &config.schedule, &mut record)?;
+            Ok(record)
+        });
+        record = ctx.share(evaluated)?;
+    }
+    Ok(record)
+}
+
+/// The members of each candidate hold the same parameters after training
+/// (where they reported a hash).
+fn check_members_agree(stats: &[WorkerStats], group_size: usize, iteration: u64) -> Result<()> {
+    for (candidate, members) in stats.chunks(group_size).enumerate() {
+        let first = members[0].parameter_hash;
+        if let Some(member) = members.iter().position(|s| s.parameter_hash != first) {
+            return Err(Error::Comm(format!(
+                "parameters of rank {} differ from rank {} after iteration {iteration}: the \
+                 members of a candidate must train with the same settings and pass every \
+                 gradient through the reducer",
+                candidate * group_size + member,
+                candidate * group_size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0's decision: the record of an iteration, naming the winner (the
+/// first rank of the winning candidate, of `group_size` consecutive ranks).
+fn promote(
+    mut record: IterationRecord,
+    stats: &[WorkerStats],
+    group_size: usize,
+) -> IterationRecord {
     let means: Vec<f64> = stats
         .iter()
         .map(|s| s.eval.as_ref().map_or(f64::NAN, |e| e.return_mean))
         .collect();
+    // A candidate's score is its members' mean (NaN if any member's is).
+    let member_mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
+    let scores: Vec<f64> = means.chunks(group_size).map(member_mean).collect();
     // Strictly greater, scanning in rank order: ties go to the lowest rank.
-    let mut winner = 0;
-    for (rank, mean) in means.iter().enumerate() {
-        let best = means[winner];
-        if !mean.is_nan() && (best.is_nan() || *mean > best) {
-            winner = rank;
+    let mut best = 0;
+    for (candidate, score) in scores.iter().enumerate() {
+        if !score.is_nan() && (scores[best].is_nan() || *score > scores[best]) {
+            best = candidate;
         }
     }
+    let winner = best * group_size;
     record.scalars = stats[winner].scalars.clone();
     record.set_field(WINNER, RecordValue::Count(winner as u64));
     record.set_field(WORKER_EVAL_MEANS, RecordValue::Numbers(means));
     // The winner's selection score: the best of the candidates' and so
     // biased upward; the record's `eval` is the unbiased one.
-    if let Some(selection) = &stats[winner].eval {
+    let members = &stats[winner..winner + group_size];
+    if members.iter().all(|s| s.eval.is_some()) {
         record.set_field(
             "pool/selection_return_mean",
-            RecordValue::Number(selection.return_mean),
+            RecordValue::Number(scores[best]),
         );
-        if let Some(rate) = selection.success_rate {
-            record.set_field("pool/selection_success_rate", RecordValue::Number(rate));
+        let rates: Option<Vec<f64>> = members
+            .iter()
+            .map(|s| s.eval.as_ref().and_then(|e| e.success_rate))
+            .collect();
+        if let Some(rates) = rates {
+            record.set_field(
+                "pool/selection_success_rate",
+                RecordValue::Number(member_mean(&rates)),
+            );
         }
     }
     record
@@ -271,6 +421,7 @@ mod tests {
         let record = promote(
             record_from_stats("pool", &mut Counters::default(), &stats),
             &stats,
+            1,
         );
         assert_eq!(winner_of(&record), 1);
         assert_eq!(
@@ -284,12 +435,32 @@ mod tests {
     }
 
     #[test]
+    fn a_candidate_of_several_workers_scores_its_members_mean() {
+        // Candidates (ranks 0-1, 2-3, 4-5) score 3, 4 and NaN: the second
+        // wins though rank 1 alone is best, and a NaN member disqualifies.
+        let stats: Vec<_> = [1.0, 5.0, 4.0, 4.0, 9.0, f64::NAN]
+            .map(stats_with_mean)
+            .into();
+        let record = promote(
+            IterationRecord::new("pool", 6, Counters::default()),
+            &stats,
+            2,
+        );
+        assert_eq!(winner_of(&record), 2);
+        assert_eq!(
+            record.field("pool/selection_return_mean"),
+            Some(&RecordValue::Number(4.0))
+        );
+    }
+
+    #[test]
     fn a_nan_mean_never_wins() {
         let stats: Vec<_> = [f64::NAN, -5.0, f64::NAN].map(stats_with_mean).into();
         assert_eq!(
             winner_of(&promote(
                 IterationRecord::new("pool", 2, Counters::default()),
-                &stats
+                &stats,
+                1
             )),
             1
         );
@@ -297,7 +468,8 @@ mod tests {
         assert_eq!(
             winner_of(&promote(
                 IterationRecord::new("pool", 2, Counters::default()),
-                &all_nan
+                &all_nan,
+                1
             )),
             0
         );

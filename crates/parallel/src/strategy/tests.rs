@@ -7,7 +7,8 @@ use shoal_core::{EvalReport, GradientLearner, LearnReport, Learner, MeanReducer}
 use super::*;
 use crate::testutil::{Quadratic, on_processes, test_path, within};
 use crate::{
-    AveragingConfig, GatherConfig, GradientAveraging, Pool, PoolConfig, RolloutGather, run_threads,
+    AveragingConfig, CommReducer, GatherConfig, GradientAveraging, GroupPool, Pool, PoolConfig,
+    RolloutGather, run_threads,
 };
 
 const SEED: u64 = 11;
@@ -182,6 +183,23 @@ fn pool_gives_identical_results_on_threads_and_processes() {
     );
 }
 
+fn group_pool_body(comm: &dyn Communicator) -> Result<Outcome> {
+    let mut learner = Quadratic::new(SEED, comm.rank());
+    learner.learning_rate = group_rate(comm.rank());
+    run_with(comm, &mut GroupPool::new(pool_config(), 2), &mut learner)
+}
+
+/// The groups' collectives are the parent's, so a group pool agrees bit for
+/// bit across backends too.
+#[test]
+fn group_pool_gives_identical_results_on_threads_and_processes() {
+    same_on_threads_and_processes_with(
+        test_path!(group_pool_gives_identical_results_on_threads_and_processes),
+        4,
+        group_pool_body,
+    );
+}
+
 #[test]
 fn gather_gives_identical_results_on_threads_and_processes() {
     same_on_threads_and_processes(
@@ -225,6 +243,144 @@ fn pool_records_every_workers_evaluation_and_the_winner() {
         );
         assert_eq!(record.episodes, record.iteration * 3 * 4);
         assert_eq!(record.env_steps, record.episodes * 5);
+    }
+}
+
+/// A group pool of one worker per candidate is the pool, record for record.
+#[test]
+fn a_group_pool_of_single_workers_runs_exactly_as_the_pool() {
+    let grouped = run_threads(3, |comm: &dyn Communicator| {
+        run_with(
+            comm,
+            &mut GroupPool::new(pool_config(), 1),
+            &mut Quadratic::new(SEED, comm.rank()),
+        )
+    })
+    .unwrap();
+    let plain = run_threads(3, pool_body).unwrap();
+    check_outcomes(&grouped, 8);
+    assert_eq!(grouped, plain);
+}
+
+/// The learning rate of a group's members: the pool convention, by group.
+fn group_rate(rank: usize) -> f32 {
+    if rank / 2 == 0 { 0.005 } else { 0.05 }
+}
+
+/// Four workers in two candidates of two: after one iteration every
+/// member has scored the parameters that its pair reached by averaging
+/// gradients (here recomputed by each pair alone on two threads), and
+/// every worker holds the better pair's.
+#[test]
+fn a_group_pool_trains_each_candidate_by_averaging_within_its_group() {
+    let config = || {
+        PoolConfig::new(
+            Schedule::default()
+                .iterations(1)
+                .episodes_per_iteration(4)
+                .seed(SEED),
+        )
+    };
+    let outcomes = run_threads(4, |comm: &dyn Communicator| {
+        let mut learner = Quadratic::new(SEED, comm.rank());
+        learner.learning_rate = group_rate(comm.rank());
+        run_with(comm, &mut GroupPool::new(config(), 2), &mut learner)
+    })
+    .unwrap();
+    let pairs: Vec<Vec<f32>> = (0..2)
+        .map(|group| {
+            let members = run_threads(2, |comm: &dyn Communicator| {
+                let rank = 2 * group + comm.rank();
+                let mut learner = Quadratic::new(SEED, rank);
+                learner.learning_rate = group_rate(rank);
+                learner.learn_averaged(4, &mut CommReducer::new(comm))?;
+                Ok(learner.params)
+            })
+            .unwrap();
+            assert_eq!(members[0], members[1]);
+            members[0].clone()
+        })
+        .collect();
+    assert_ne!(pairs[0], pairs[1]);
+    let (records, parameters, _) = &outcomes[0];
+    let Some(RecordValue::Numbers(means)) = records[0].field("pool/worker_eval_means") else {
+        panic!("no worker_eval_means in {:?}", records[0])
+    };
+    let loss = |params: &[f32]| {
+        Quadratic {
+            params: params.to_vec(),
+            ..Quadratic::new(SEED, 0)
+        }
+        .loss()
+    };
+    for (rank, mean) in means.iter().enumerate() {
+        // A selection score is −loss plus evaluation noise below 0.01.
+        assert!(
+            (mean + loss(&pairs[rank / 2])).abs() < 0.01,
+            "rank {rank}: {mean}"
+        );
+    }
+    let scores = [(means[0] + means[1]) / 2.0, (means[2] + means[3]) / 2.0];
+    let best = usize::from(scores[1] > scores[0]);
+    assert_eq!(
+        records[0].field("pool/winner"),
+        Some(&RecordValue::Count(2 * best as u64))
+    );
+    assert_eq!(
+        records[0].field("pool/selection_return_mean"),
+        Some(&RecordValue::Number(scores[best]))
+    );
+    assert_eq!(parameters, &pairs[best]);
+    for (_, other, _) in &outcomes[1..] {
+        assert_eq!(other, parameters);
+    }
+}
+
+/// Members trained with different learning rates drift apart: the run
+/// ends on every rank with one error naming them.
+#[test]
+fn a_group_pool_ends_the_run_when_members_of_a_candidate_differ() {
+    let outcomes = run_threads(4, |comm: &dyn Communicator| {
+        let mut learner = Quadratic::new(SEED, comm.rank());
+        // The pool convention by rank, not by candidate: ranks 0 and 1 differ.
+        Ok(
+            run_with(comm, &mut GroupPool::new(pool_config(), 2), &mut learner)
+                .err()
+                .map(|e| e.to_string()),
+        )
+    })
+    .unwrap();
+    // Rank 0 decides; the others learn it from rank 0.
+    for (rank, error) in outcomes.iter().enumerate() {
+        let error = error.as_deref().unwrap();
+        assert!(
+            error.ends_with(
+                "parameters of rank 1 differ from rank 0 after iteration 1: the members of a \
+                 candidate must train with the same settings and pass every gradient through \
+                 the reducer"
+            ),
+            "rank {rank}: {error}"
+        );
+    }
+}
+
+#[test]
+fn a_group_pool_refuses_groups_that_do_not_divide_the_workers() {
+    let outcomes = run_threads(3, |comm: &dyn Communicator| {
+        Ok(run_with(
+            comm,
+            &mut GroupPool::new(pool_config(), 2),
+            &mut Quadratic::new(SEED, comm.rank()),
+        )
+        .err()
+        .map(|e| e.to_string()))
+    })
+    .unwrap();
+    for error in outcomes {
+        assert_eq!(
+            error.as_deref(),
+            Some("invalid configuration: groups of 2 workers do not divide 3 workers")
+        );
     }
 }
 
