@@ -813,14 +813,17 @@ impl RunConfig {
     ///   cores reached 0.9 sooner than one (docs/experiments/hac-shared-batch.md).
     ///   PPO keeps its settings: neither averaging nor gathering reached the
     ///   gait sooner than one worker (docs/experiments/ppo-gather-scaling.md).
-    /// - A REINFORCE pool of 4 or more workers spreads its candidates'
-    ///   learning rates over a decade ([`spread_lr_scales`]) in place of the
-    ///   preset's `parallel.worker_lr_scales`, which were chosen for 2
-    ///   workers: on the 5-link worm, projected onto one core per worker,
-    ///   the spread pool reached the first target 3.2× and 4.9× sooner than
-    ///   the best single learner with 10 and 16 workers, where the preset's
-    ///   pool gave 2.0× and 1.6×, and tied with it at 4
-    ///   (docs/experiments/pool-lr-spread.md).
+    /// - A REINFORCE pool of 4 or more candidates (workers, or groups of
+    ///   `parallel.pool_group_size`) spreads their learning rates over a
+    ///   decade ([`spread_lr_scales`]) in place of the preset's
+    ///   `parallel.worker_lr_scales`, which were chosen for 2 workers: on
+    ///   the 5-link worm, projected onto one core per worker, the spread
+    ///   pool reached the first target 3.2× and 4.9× sooner than the best
+    ///   single learner with 10 and 16 workers (seeds 0–2; 1.8× and 3.9× on
+    ///   six), where the preset's pool gave 2.0× and 1.6×, and tied with it
+    ///   at 4 (docs/experiments/pool-lr-spread.md); on 7 links, 10 workers
+    ///   gave 2.6× against the preset's 1.6×
+    ///   (docs/experiments/pool-spread-worms.md).
     ///
     /// Applied to presets only: a config file (a run's saved `config.toml`
     /// among them) already holds the values it trains with.
@@ -944,8 +947,9 @@ fn read_tree(envs: &EnvRegistry, tree: toml::Table) -> Result<RunConfig> {
     Ok(cfg)
 }
 
-/// The fewest pool workers whose learning rates [`RunConfig::follow_workers`]
-/// spreads: 2 and 3 keep the preset's (measured at 2).
+/// The fewest pool candidates whose learning rates
+/// [`RunConfig::follow_workers`] spreads: 2 and 3 keep the preset's
+/// (measured at 2).
 pub const SPREAD_POOL_FROM: usize = 4;
 
 /// Learning-rate multipliers for `workers` pool candidates, evenly spaced in
