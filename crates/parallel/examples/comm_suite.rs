@@ -1,5 +1,5 @@
-//! Runs the communicator check and all three strategies (with the toy
-//! learner) on one backend, and checks that the strategies give the same
+//! Runs the communicator check and all three strategies, and the pool of
+//! averaging groups (with the toy learner) on one backend, and checks that the strategies give the same
 //! results as on threads. This is how the MPI backend is tested:
 //!
 //! ```text
@@ -17,7 +17,7 @@
 use shoal_core::{Error, Result};
 use shoal_parallel::testing::{Quadratic, check_communicator};
 use shoal_parallel::{
-    AveragingConfig, Backend, Communicator, Control, GatherConfig, GradientAveraging,
+    AveragingConfig, Backend, Communicator, Control, GatherConfig, GradientAveraging, GroupPool,
     IterationRecord, Pool, PoolConfig, RolloutGather, Schedule, Strategy, launch, run_threads,
 };
 
@@ -134,12 +134,14 @@ fn everything(comm: &dyn Communicator) -> Result<Vec<(String, Digest)>> {
     );
     let mut same_rate = Quadratic::new(SEED, comm.rank());
     same_rate.learning_rate = 0.05;
+    // Pairs where the ranks pair up, else one group of every rank.
+    let group_size = if comm.size() % 2 == 0 { 2 } else { comm.size() };
     Ok(vec![
         (
             "pool".into(),
             digest(
                 comm,
-                &mut Pool::new(pool),
+                &mut Pool::new(pool.clone()),
                 Quadratic::new(SEED, comm.rank()),
             )?,
         ),
@@ -153,7 +155,15 @@ fn everything(comm: &dyn Communicator) -> Result<Vec<(String, Digest)>> {
         ),
         (
             "averaging".into(),
-            digest(comm, &mut GradientAveraging::new(averaging), same_rate)?,
+            digest(
+                comm,
+                &mut GradientAveraging::new(averaging),
+                same_rate.clone(),
+            )?,
+        ),
+        (
+            format!("pool of groups of {group_size}"),
+            digest(comm, &mut GroupPool::new(pool, group_size), same_rate)?,
         ),
     ])
 }
