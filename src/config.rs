@@ -113,11 +113,11 @@ pub struct ParallelConfig {
     /// divide `workers`. Default 1.
     pub pool_group_size: usize,
     /// Pool: learning-rate multipliers by candidate (by rank unless
-    /// `pool_group_size` is set); candidates past the end of the list use
-    /// 1. Default `[0.1]`: worker 0 is the guard against steps that are too
-    /// large. A REINFORCE preset's pool of 4 or more candidates spreads them
-    /// over a decade instead unless this key is set (`[1.0, 2.2, 4.6, 10.0]`
-    /// for 4).
+    /// `pool_group_size` is set), 1 for candidates past the end of the
+    /// list. Default `[0.1]`: worker 0 is the guard against steps that are
+    /// too large. A REINFORCE preset's pool of 4 or more candidates spreads
+    /// them over a decade instead unless this key is set (`[1.0, 2.2, 4.6,
+    /// 10.0]` for 4).
     pub worker_lr_scales: Vec<f64>,
     /// Pool: `algo.*` overrides by candidate, each written as `--set` takes
     /// it (`[[], ["algo.learning_rate=0.003"]]` gives worker 1 its own
@@ -185,7 +185,9 @@ impl ParallelConfig {
             )));
         }
         let group = self.pool_group_size;
-        if group == 0 || (self.strategy == StrategyKind::Pool && self.workers % group != 0) {
+        if group == 0
+            || (self.strategy == StrategyKind::Pool && !self.workers.is_multiple_of(group))
+        {
             return Err(Error::Config(format!(
                 "parallel.pool_group_size must divide parallel.workers ({}), got {group}",
                 self.workers

@@ -135,7 +135,11 @@ fn everything(comm: &dyn Communicator) -> Result<Vec<(String, Digest)>> {
     let mut same_rate = Quadratic::new(SEED, comm.rank());
     same_rate.learning_rate = 0.05;
     // Pairs where the ranks pair up, else one group of every rank.
-    let group_size = if comm.size() % 2 == 0 { 2 } else { comm.size() };
+    let group_size = if comm.size().is_multiple_of(2) {
+        2
+    } else {
+        comm.size()
+    };
     Ok(vec![
         (
             "pool".into(),

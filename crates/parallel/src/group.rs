@@ -49,7 +49,7 @@ impl<'a> GroupComm<'a> {
     /// This rank's group of `group_size` consecutive ranks of `parent`,
     /// whose size it must divide.
     pub fn new(parent: &'a dyn Communicator, group_size: usize) -> Result<Self> {
-        if group_size == 0 || parent.size() % group_size != 0 {
+        if group_size == 0 || !parent.size().is_multiple_of(group_size) {
             return Err(Error::Config(format!(
                 "groups of {group_size} workers do not divide {} workers",
                 parent.size()
