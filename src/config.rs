@@ -160,6 +160,27 @@ impl ParallelConfig {
         self.workers / self.pool_group_size.max(1)
     }
 
+    /// The candidate worker `rank` of a pool trains: `rank / pool_group_size`.
+    pub fn candidate_of(&self, rank: usize) -> usize {
+        rank / self.pool_group_size.max(1)
+    }
+
+    /// Worker `rank`'s learning-rate multiplier: its candidate's entry of
+    /// `worker_lr_scales`, 1 past the list's end.
+    pub fn lr_scale_of(&self, rank: usize) -> f64 {
+        let candidate = self.candidate_of(rank);
+        self.worker_lr_scales.get(candidate).copied().unwrap_or(1.0)
+    }
+
+    /// Worker `rank`'s `algo.*` overrides: its candidate's entry of
+    /// `worker_overrides`, none past the list's end.
+    pub fn overrides_of(&self, rank: usize) -> &[String] {
+        let candidate = self.candidate_of(rank);
+        self.worker_overrides
+            .get(candidate)
+            .map_or(&[][..], Vec::as_slice)
+    }
+
     /// Checks the settings a parallel run depends on.
     pub fn validate(&self) -> Result<()> {
         if self.workers == 0 || self.workers > shoal_parallel::MAX_WORKERS {
@@ -881,25 +902,16 @@ impl RunConfig {
     /// learning-rate multiplier from `parallel.worker_lr_scales` (1 past
     /// the list's end). Candidate = rank / `parallel.pool_group_size`.
     pub fn worker(&self, rank: usize) -> Result<(RunConfig, f64)> {
-        let candidate = rank / self.parallel.pool_group_size.max(1);
-        let overrides = self
-            .parallel
-            .worker_overrides
-            .get(candidate)
-            .map_or(&[][..], Vec::as_slice);
-        let cfg = self.with_overrides(overrides).map_err(|e| {
-            in_context(
-                &format!("parallel.worker_overrides of candidate {candidate}"),
-                e,
-            )
-        })?;
-        let scale = self
-            .parallel
-            .worker_lr_scales
-            .get(candidate)
-            .copied()
-            .unwrap_or(1.0);
-        Ok((cfg, scale))
+        let candidate = self.parallel.candidate_of(rank);
+        let cfg = self
+            .with_overrides(self.parallel.overrides_of(rank))
+            .map_err(|e| {
+                in_context(
+                    &format!("parallel.worker_overrides of candidate {candidate}"),
+                    e,
+                )
+            })?;
+        Ok((cfg, self.parallel.lr_scale_of(rank)))
     }
 
     /// Parses a config file's text; `origin` names it in errors. Keys that

@@ -164,10 +164,9 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
     if p.strategy == StrategyKind::Pool {
         let settings: Vec<serde_json::Value> = (0..p.workers)
             .map(|rank| {
-                let candidate = rank / p.pool_group_size.max(1);
                 json!({
-                    "lr_scale": p.worker_lr_scales.get(candidate).copied().unwrap_or(1.0),
-                    "overrides": p.worker_overrides.get(candidate).cloned().unwrap_or_default(),
+                    "lr_scale": p.lr_scale_of(rank),
+                    "overrides": p.overrides_of(rank),
                 })
             })
             .collect();

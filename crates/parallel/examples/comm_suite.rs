@@ -1,6 +1,7 @@
-//! Runs the communicator check and all three strategies, and the pool of
-//! averaging groups (with the toy learner) on one backend, and checks that the strategies give the same
-//! results as on threads. This is how the MPI backend is tested:
+//! Runs the communicator check, all three strategies and the pool of
+//! averaging groups (with the toy learner) on one backend, and checks that
+//! the strategies give the same results as on threads. This is how the MPI
+//! backend is tested:
 //!
 //! ```text
 //! cargo build -p shoal-parallel --features mpi --example comm_suite

@@ -3,9 +3,11 @@
 //! workers, and all workers hold bit-identical parameters.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, GradientLearner, Result};
+use shoal_core::{GradientLearner, Result};
 
-use super::{Context, IterationRecord, Schedule, Strategy, WorkerStats, hash_parameters};
+use super::{
+    Context, IterationRecord, Schedule, Strategy, WorkerStats, check_in_sync, hash_parameters,
+};
 use crate::comm::CommReducer;
 
 /// The averaging strategy's [`Strategy::name`].
@@ -137,14 +139,12 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for GradientAveraging {
                 stats
             });
         ctx.share_record(outcome, |stats| {
-            let reference = stats[0].parameter_hash;
-            if let Some(rank) = stats.iter().position(|s| s.parameter_hash != reference) {
-                return Err(Error::Comm(format!(
-                    "parameters of rank {rank} differ from rank 0 after iteration \
-                     {iteration}: the learner must pass every gradient and running \
-                     statistic through the reducer"
-                )));
-            }
+            check_in_sync(
+                stats,
+                stats.len(),
+                iteration,
+                "the learner must pass every gradient and running statistic through the reducer",
+            )?;
             let mut record = ctx.record(stats);
             record.scalars = stats[0].scalars.clone();
             ctx.evaluate_into(learner, &config.schedule, &mut record)?;

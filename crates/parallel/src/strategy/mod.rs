@@ -18,6 +18,7 @@ mod schedule;
 
 pub use context::{Context, decode, encode, own_error_first};
 pub(crate) use context::{decide, due, share};
+pub(crate) use record::check_in_sync;
 pub use record::{
     Counters, IterationRecord, RecordValue, Resume, RunSummary, WorkerStats, eval_steps,
     hash_parameters, worker_seed,

@@ -3,11 +3,11 @@
 //! evaluated with the policy frozen, and the best one is promoted.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, GradientLearner, Learner, Result, derive_seed};
+use shoal_core::{GradientLearner, Learner, Result, derive_seed};
 
 use super::{
-    Context, IterationRecord, RecordValue, Schedule, Strategy, WorkerStats, hash_parameters,
-    require,
+    Context, IterationRecord, RecordValue, Schedule, Strategy, WorkerStats, check_in_sync,
+    hash_parameters, require,
 };
 use crate::comm::{CommReducer, Communicator};
 use crate::group::GroupComm;
@@ -292,7 +292,13 @@ fn branch_and_merge<L: Learner + ?Sized>(
         Ok(stats)
     });
     let mut record = ctx.share_record(outcome, |stats| {
-        check_members_agree(stats, candidate.size, ctx.iteration())?;
+        check_in_sync(
+            stats,
+            candidate.size,
+            ctx.iteration(),
+            "the members of a candidate must train with the same settings and pass every \
+             gradient through the reducer",
+        )?;
         Ok(promote(ctx.record(stats), stats, candidate.size))
     })?;
     let comm = ctx.comm();
@@ -312,24 +318,6 @@ fn branch_and_merge<L: Learner + ?Sized>(
         record = ctx.share(evaluated)?;
     }
     Ok(record)
-}
-
-/// The members of each candidate hold the same parameters after training
-/// (where they reported a hash).
-fn check_members_agree(stats: &[WorkerStats], group_size: usize, iteration: u64) -> Result<()> {
-    for (candidate, members) in stats.chunks(group_size).enumerate() {
-        let first = members[0].parameter_hash;
-        if let Some(member) = members.iter().position(|s| s.parameter_hash != first) {
-            return Err(Error::Comm(format!(
-                "parameters of rank {} differ from rank {} after iteration {iteration}: the \
-                 members of a candidate must train with the same settings and pass every \
-                 gradient through the reducer",
-                candidate * group_size + member,
-                candidate * group_size
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Rank 0's decision: the record of an iteration, naming the winner (the

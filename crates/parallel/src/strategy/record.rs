@@ -2,7 +2,7 @@
 //! workers' stats it is built from, the resume point and the run summary.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{EvalReport, LearnReport, StopFlag};
+use shoal_core::{Error, EvalReport, LearnReport, Result, StopFlag};
 
 use crate::profile::{Measured, WorkerProfile};
 
@@ -269,6 +269,30 @@ pub(crate) fn record_from_stats(
             .unwrap_or_default(),
     );
     record
+}
+
+/// Checks, on rank 0, that the workers of each block of `group_size`
+/// consecutive ranks reported the same [`WorkerStats::parameter_hash`]
+/// after `iteration`; `why` ends the error that names the first that did
+/// not.
+pub(crate) fn check_in_sync(
+    stats: &[WorkerStats],
+    group_size: usize,
+    iteration: u64,
+    why: &str,
+) -> Result<()> {
+    for (group, members) in stats.chunks(group_size.max(1)).enumerate() {
+        let reference = members[0].parameter_hash;
+        if let Some(member) = members.iter().position(|s| s.parameter_hash != reference) {
+            let first = group * group_size;
+            return Err(Error::Comm(format!(
+                "parameters of rank {} differ from rank {first} after iteration {iteration}: \
+                 {why}",
+                first + member
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// FNV-1a over the bits of `values`: cheap, and enough to spot workers whose
