@@ -159,24 +159,28 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
     let (by_episode, by_wall, by_steps) =
         (XAxis::episode(), XAxis::wall(runs), XAxis::env_steps(runs));
     let mut figures = Vec::new();
-    if let Some(panel) = return_panel(&cohorts, &by_episode) {
-        figures.push((
-            RETURN_VS_EPISODE_FILE,
-            Figure {
-                title: "Training return".into(),
-                panels: vec![panel],
-            },
-        ));
-    }
-    if let Some(panel) = return_panel(&cohorts, &by_wall) {
-        figures.push((
-            RETURN_VS_WALL_FILE,
-            Figure {
-                title: "Training return over wall time".into(),
-                panels: vec![panel],
-            },
-        ));
-    }
+    // A figure is drawn only when the runs have data for one of its panels.
+    let mut add = |file: &'static str, title: &str, panels: Vec<Panel>| {
+        if !panels.is_empty() {
+            figures.push((
+                file,
+                Figure {
+                    title: title.into(),
+                    panels,
+                },
+            ));
+        }
+    };
+    add(
+        RETURN_VS_EPISODE_FILE,
+        "Training return",
+        return_panel(&cohorts, &by_episode).into_iter().collect(),
+    );
+    add(
+        RETURN_VS_WALL_FILE,
+        "Training return over wall time",
+        return_panel(&cohorts, &by_wall).into_iter().collect(),
+    );
     for (file, title, axis) in [
         (EVAL_FILE, "Evaluation with the policy frozen", &by_episode),
         (
@@ -190,7 +194,7 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
             &by_steps,
         ),
     ] {
-        let eval_panels: Vec<Panel> = [
+        let eval_panels = [
             eval_panel(
                 &cohorts,
                 axis,
@@ -207,50 +211,20 @@ pub(crate) fn build_figures(runs: &[RunData]) -> Vec<(&'static str, Figure)> {
                 "success rate",
                 Some((-0.02, 1.02)),
             ),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if !eval_panels.is_empty() {
-            figures.push((
-                file,
-                Figure {
-                    title: title.into(),
-                    panels: eval_panels,
-                },
-            ));
-        }
+        ];
+        add(file, title, eval_panels.into_iter().flatten().collect());
     }
-    let loss_panels = loss_panels(runs, &cohorts);
-    if !loss_panels.is_empty() {
-        figures.push((
-            LOSSES_FILE,
-            Figure {
-                title: "Losses".into(),
-                panels: loss_panels,
-            },
-        ));
-    }
-    let her_panels = her_panels(runs, &cohorts);
-    if !her_panels.is_empty() {
-        figures.push((
-            HER_FILE,
-            Figure {
-                title: "Hindsight goals by origin (share of sampled transitions)".into(),
-                panels: her_panels,
-            },
-        ));
-    }
-    let level_panels = level_panels(runs);
-    if !level_panels.is_empty() {
-        figures.push((
-            LEVELS_FILE,
-            Figure {
-                title: "Per-level metrics (hierarchical agent)".into(),
-                panels: level_panels,
-            },
-        ));
-    }
+    add(LOSSES_FILE, "Losses", loss_panels(runs, &cohorts));
+    add(
+        HER_FILE,
+        "Hindsight goals by origin (share of sampled transitions)",
+        her_panels(runs, &cohorts),
+    );
+    add(
+        LEVELS_FILE,
+        "Per-level metrics (hierarchical agent)",
+        level_panels(runs),
+    );
     figures
 }
 
