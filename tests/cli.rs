@@ -683,6 +683,29 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
     assert_eq!(batch(&["--workers", "1"]), 256);
     assert_eq!(batch(&["--workers", "2"]), 128);
     assert_eq!(batch(&["--workers", "8"]), 32);
+    let updates = |extra: &[&str]| preset_batch("push-ddpg-her", "n_batches", extra);
+    assert_eq!(updates(&["--workers", "8"]), 40);
+    // Past 8 workers: fewer updates of a larger shared batch.
+    assert_eq!(batch(&["--workers", "16"]), 64);
+    assert_eq!(updates(&["--workers", "16"]), 10);
+    // Naming the updates keeps them; naming the batch keeps both.
+    assert_eq!(
+        updates(&["--workers", "16", "--set", "algo.n_batches=40"]),
+        40
+    );
+    assert_eq!(
+        batch(&["--workers", "16", "--set", "algo.n_batches=40"]),
+        64
+    );
+    assert_eq!(
+        updates(&["--workers", "16", "--set", "algo.batch_size=16"]),
+        40
+    );
+    // HAC keeps sharing its batch: no measurement past 8 workers.
+    assert_eq!(
+        preset_batch("push-hac", "batch_size", &["--workers", "16"]),
+        16
+    );
     assert_eq!(
         preset_batch("push-hac", "batch_size", &["--workers", "2"]),
         128
