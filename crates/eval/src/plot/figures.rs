@@ -250,18 +250,42 @@ fn smoothed_lines(raw: &Points, window: usize, color: usize, label: Option<Strin
     lines
 }
 
-/// Training return of every cohort against `axis`: seed groups as mean and
-/// min–max band of their smoothed curves, single runs raw faint and smoothed bold.
-fn return_panel(cohorts: &[Cohort], axis: &XAxis) -> Option<Panel> {
-    let curves: Vec<Vec<Points>> = cohorts
+/// Each cohort's runs' `key` against `axis`, run by run.
+fn cohort_curves(cohorts: &[Cohort], axis: &XAxis, key: &str) -> Vec<Vec<Points>> {
+    cohorts
         .iter()
         .map(|c| {
             c.members
                 .iter()
-                .map(|run| axis.extract(&run.records, RETURN_KEY))
+                .map(|run| axis.extract(&run.records, key))
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// A cohort's runs drawn one by one (no seed band), with the label each
+/// gets: the run's own among several, the cohort's alone. Empty curves are
+/// skipped.
+fn labelled_runs<'a>(
+    cohort: &'a Cohort,
+    curves: &'a [Points],
+) -> impl Iterator<Item = (String, &'a Points)> {
+    let many = cohort.members.len() > 1;
+    cohort
+        .members
+        .iter()
+        .zip(curves)
+        .filter(|(_, curve)| !curve.is_empty())
+        .map(move |(run, curve)| {
+            let label = if many { &run.label } else { &cohort.label };
+            (label.clone(), curve)
+        })
+}
+
+/// Training return of every cohort against `axis`: seed groups as mean and
+/// min–max band of their smoothed curves, single runs raw faint and smoothed bold.
+fn return_panel(cohorts: &[Cohort], axis: &XAxis) -> Option<Panel> {
+    let curves = cohort_curves(cohorts, axis, RETURN_KEY);
     let longest = curves.iter().flatten().map(Vec::len).max().unwrap_or(0);
     if longest == 0 {
         return None;
@@ -277,18 +301,7 @@ fn return_panel(cohorts: &[Cohort], axis: &XAxis) -> Option<Panel> {
         match seed_band(&smoothed, MAX_POINTS) {
             Some(band) => add_band(&mut panel, cohort, &smoothed, band, false),
             None => {
-                let many = cohort.members.len() > 1;
-                for (run, raw) in cohort
-                    .members
-                    .iter()
-                    .zip(raws)
-                    .filter(|(_, raw)| !raw.is_empty())
-                {
-                    let label = if many {
-                        run.label.clone()
-                    } else {
-                        cohort.label.clone()
-                    };
+                for (label, raw) in labelled_runs(cohort, raws) {
                     panel
                         .lines
                         .extend(smoothed_lines(raw, window, cohort.color, Some(label)));
@@ -350,30 +363,36 @@ impl XAxis {
     /// Wall time in seconds, minutes or hours, whichever suits the longest
     /// of `runs`.
     fn wall(runs: &[RunData]) -> Self {
-        let (unit, scale) = match largest(runs, "wall_s") {
-            s if s >= 3.0 * 3600.0 => ("h", 3600.0),
-            s if s >= 600.0 => ("min", 60.0),
-            _ => ("s", 1.0),
-        };
-        XAxis {
-            key: "wall_s",
-            desc: format!("wall time ({unit})"),
-            scale,
-        }
+        let units = [(3.0 * 3600.0, " (h)", 3600.0), (600.0, " (min)", 60.0)];
+        Self::in_units(runs, "wall_s", "wall time", &units, " (s)")
     }
 
     /// Environment steps in steps, thousands or millions, whichever suits
     /// the longest of `runs`: methods whose episodes differ in length (or
     /// end early) compare at equal experience on this axis.
     fn env_steps(runs: &[RunData]) -> Self {
-        let (unit, scale) = match largest(runs, "env_steps") {
-            s if s >= 1e6 => (" (millions)", 1e6),
-            s if s >= 1e4 => (" (thousands)", 1e3),
-            _ => ("", 1.0),
-        };
+        let units = [(1e6, " (millions)", 1e6), (1e4, " (thousands)", 1e3)];
+        Self::in_units(runs, "env_steps", "environment steps", &units, "")
+    }
+
+    /// `key` in the first of `units` (from, suffix, divisor), largest
+    /// first, that the longest of `runs` reaches; else unscaled with
+    /// `plain` after the name.
+    fn in_units(
+        runs: &[RunData],
+        key: &'static str,
+        name: &str,
+        units: &[(f64, &str, f64)],
+        plain: &str,
+    ) -> Self {
+        let longest = largest(runs, key);
+        let (suffix, scale) = units
+            .iter()
+            .find(|(from, _, _)| longest >= *from)
+            .map_or((plain, 1.0), |&(_, suffix, scale)| (suffix, scale));
         XAxis {
-            key: "env_steps",
-            desc: format!("environment steps{unit}"),
+            key,
+            desc: format!("{name}{suffix}"),
             scale,
         }
     }
@@ -405,15 +424,7 @@ fn eval_panel(
     y_desc: &str,
     y_range: Option<(f64, f64)>,
 ) -> Option<Panel> {
-    let curves: Vec<Vec<Points>> = cohorts
-        .iter()
-        .map(|c| {
-            c.members
-                .iter()
-                .map(|run| axis.extract(&run.records, key))
-                .collect()
-        })
-        .collect();
+    let curves = cohort_curves(cohorts, axis, key);
     if curves.iter().flatten().all(Vec::is_empty) {
         return None;
     }
@@ -423,22 +434,12 @@ fn eval_panel(
         match seed_band(curves, MAX_POINTS) {
             Some(band) => add_band(&mut panel, cohort, curves, band, true),
             None => {
-                let many = cohort.members.len() > 1;
-                for (run, curve) in cohort
-                    .members
-                    .iter()
-                    .zip(curves)
-                    .filter(|(_, c)| !c.is_empty())
-                {
+                for (label, curve) in labelled_runs(cohort, curves) {
                     panel.lines.push(Line {
                         points: thin_stride(curve, MAX_POINTS),
                         color: cohort.color,
                         weight: Weight::Bold,
-                        label: Some(if many {
-                            run.label.clone()
-                        } else {
-                            cohort.label.clone()
-                        }),
+                        label: Some(label),
                         markers: curve.len() <= 60,
                     });
                 }
