@@ -834,13 +834,13 @@ impl RunConfig {
     ///   with a full batch each, and at 4 workers 1.35 against 0.68
     ///   (docs/experiments/scaling-push.md); for HAC, two workers on two
     ///   cores reached 0.9 sooner than one (docs/experiments/hac-shared-batch.md).
-    ///   Past 8 workers DDPG's workers make fewer updates of a larger
-    ///   shared batch, the samples per cycle unchanged
+    ///   Past 4 workers DDPG's workers each draw a quarter of the batch and
+    ///   make fewer updates, the samples per cycle about unchanged
     ///   ([`averaging_ddpg_work`]; a named `algo.n_batches` stays, a named
-    ///   `algo.batch_size` keeps both): on 16
-    ///   workers, 10 updates of 64 samples a worker projected a median
-    ///   efficiency of 1.08 against 0.46 for 40 updates of 16
-    ///   (docs/experiments/push-16-workers-batch.md).
+    ///   `algo.batch_size` keeps both): 20 updates of 64 samples a worker
+    ///   on 8 workers projected a median efficiency of 1.83 against 1.03
+    ///   for 40 of 32, and 10 of 64 on 16 workers 1.08 against 0.46 for
+    ///   40 of 16 (docs/experiments/push-16-workers-batch.md).
     ///   PPO keeps its settings: neither averaging nor gathering reached the
     ///   gait sooner than one worker (docs/experiments/ppo-gather-scaling.md).
     /// - A REINFORCE pool of 4 or more candidates (workers, or groups of
@@ -976,26 +976,28 @@ fn read_tree(envs: &EnvRegistry, tree: toml::Table) -> Result<RunConfig> {
 }
 
 /// The most averaging workers among which [`averaging_ddpg_work`] splits
-/// a DDPG preset's batch and keeps its updates per cycle.
-pub const SPLIT_BATCH_UP_TO: usize = 8;
+/// a DDPG preset's batch; from there on each worker draws a quarter of it.
+pub const SPLIT_BATCH_UP_TO: usize = 4;
 
 /// The batch per worker and the updates per cycle of DDPG on `workers`
 /// gradient-averaging workers, from one learner's `batch` and `n_batches`.
-/// Every cycle the workers together draw `batch × n_batches` samples, as
-/// one learner does. Up to [`SPLIT_BATCH_UP_TO`] workers they share the
-/// batch (`batch / workers` each) and make the same updates; past it, each
-/// all-reduce costs nearly as much as the update it averages, so the
-/// shared batch grows by `(workers / 8)²` and the updates fall by as much:
-/// 64 samples a worker and 10 updates for `push-ddpg-her` on 16 workers.
+/// Every cycle the workers together draw about `batch × n_batches`
+/// samples, as one learner does. Up to [`SPLIT_BATCH_UP_TO`] workers they
+/// share the batch (`batch / workers` each) and make the same updates;
+/// past it each draws `batch / 4` and the updates fall as `4 / workers`,
+/// because a small batch pays an update's fixed cost and its all-reduce
+/// for few samples: 64 samples and 20 updates for `push-ddpg-her` on 8
+/// workers, 64 and 10 on 16.
 pub fn averaging_ddpg_work(batch: usize, n_batches: usize, workers: usize) -> (usize, usize) {
     let workers = workers.max(1);
     if workers <= SPLIT_BATCH_UP_TO {
         return ((batch / workers).max(1), n_batches);
     }
-    let growth = (workers as f64 / SPLIT_BATCH_UP_TO as f64).powi(2);
-    let updates = ((n_batches as f64 / growth).round() as usize).max(1);
-    let per_worker = (batch * n_batches).div_ceil(updates * workers).max(1);
-    (per_worker, updates)
+    let updates = (n_batches * SPLIT_BATCH_UP_TO) as f64 / workers as f64;
+    (
+        (batch / SPLIT_BATCH_UP_TO).max(1),
+        (updates.round() as usize).max(1),
+    )
 }
 
 /// The fewest pool candidates whose learning rates
@@ -1224,19 +1226,20 @@ mod tests {
     }
 
     #[test]
-    fn averaging_ddpg_work_keeps_the_samples_per_cycle_and_grows_the_batch_past_8() {
-        // Worked by hand from the rule's words: up to 8 workers 256 / N each
-        // and 40 updates; past 8 the updates fall by (N / 8)^2, rounded,
-        // and each worker's batch brings the cycle back to 256 x 40 samples.
+    fn averaging_ddpg_work_shares_the_batch_up_to_4_then_cuts_the_updates() {
+        // Worked by hand from the rule's words: up to 4 workers 256 / N each
+        // and 40 updates; from 5 on 64 each and 40 x 4 / N updates, rounded.
         let cases = [
             (1, (256, 40)),
             (2, (128, 40)),
-            (8, (32, 40)),
-            // 40 / 2.25 = 17.8 -> 18 updates; 10 240 / (18 x 12) = 47.4 -> 48.
-            (12, (48, 18)),
+            (4, (64, 40)),
+            // 160 / 6 = 26.7 -> 27.
+            (6, (64, 27)),
+            (8, (64, 20)),
+            // 160 / 12 = 13.3 -> 13.
+            (12, (64, 13)),
             (16, (64, 10)),
-            // 40 / 16 = 2.5 -> 3 updates; 10 240 / (3 x 32) = 106.7 -> 107.
-            (32, (107, 3)),
+            (32, (64, 5)),
         ];
         for (workers, expected) in cases {
             assert_eq!(
@@ -1246,7 +1249,7 @@ mod tests {
             );
         }
         // Small presets never reach zero.
-        assert_eq!(averaging_ddpg_work(4, 1, 64), (1, 1));
+        assert_eq!(averaging_ddpg_work(2, 1, 64), (1, 1));
         assert_eq!(averaging_ddpg_work(256, 40, 0), (256, 40));
     }
 

@@ -682,10 +682,12 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
     // The documented values: 256 shared by the workers.
     assert_eq!(batch(&["--workers", "1"]), 256);
     assert_eq!(batch(&["--workers", "2"]), 128);
-    assert_eq!(batch(&["--workers", "8"]), 32);
+    assert_eq!(batch(&["--workers", "4"]), 64);
     let updates = |extra: &[&str]| preset_batch("push-ddpg-her", "n_batches", extra);
-    assert_eq!(updates(&["--workers", "8"]), 40);
-    // Past 8 workers: fewer updates of a larger shared batch.
+    assert_eq!(updates(&["--workers", "4"]), 40);
+    // Past 4 workers: a quarter of the batch each, fewer updates.
+    assert_eq!(batch(&["--workers", "8"]), 64);
+    assert_eq!(updates(&["--workers", "8"]), 20);
     assert_eq!(batch(&["--workers", "16"]), 64);
     assert_eq!(updates(&["--workers", "16"]), 10);
     // Naming the updates keeps them; naming the batch keeps both.
@@ -701,7 +703,7 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
         updates(&["--workers", "16", "--set", "algo.batch_size=16"]),
         40
     );
-    // HAC keeps sharing its batch: no measurement past 8 workers.
+    // HAC keeps sharing its batch: the rule was measured on DDPG.
     assert_eq!(
         preset_batch("push-hac", "batch_size", &["--workers", "16"]),
         16
