@@ -984,10 +984,11 @@ pub const SPLIT_BATCH_UP_TO: usize = 4;
 /// Every cycle the workers together draw about `batch × n_batches`
 /// samples, as one learner does. Up to [`SPLIT_BATCH_UP_TO`] workers they
 /// share the batch (`batch / workers` each) and make the same updates;
-/// past it each draws `batch / 4` and the updates fall as `4 / workers`,
-/// because a small batch pays an update's fixed cost and its all-reduce
-/// for few samples: 64 samples and 20 updates for `push-ddpg-her` on 8
-/// workers, 64 and 10 on 16.
+/// past it each draws `batch / SPLIT_BATCH_UP_TO` and makes
+/// `n_batches × SPLIT_BATCH_UP_TO / workers` updates, rounded, because a
+/// small batch pays an update's fixed cost and its all-reduce for few
+/// samples: 64 samples and 20 updates for `push-ddpg-her` on 8 workers,
+/// 64 and 10 on 16.
 pub fn averaging_ddpg_work(batch: usize, n_batches: usize, workers: usize) -> (usize, usize) {
     let workers = workers.max(1);
     if workers <= SPLIT_BATCH_UP_TO {
