@@ -28,13 +28,7 @@ pub fn flatten<M: Module>(module: &M) -> Vec<f32> {
 /// keeping ids, shapes and devices. `flat` must have exactly
 /// `module.num_params()` values.
 pub fn unflatten<M: Module>(module: M, flat: &[f32]) -> Result<M> {
-    if flat.len() != module.num_params() {
-        return Err(Error::Shape(format!(
-            "parameter vector has {} values, the network has {}",
-            flat.len(),
-            module.num_params()
-        )));
-    }
+    check_len(&module, flat, "parameter")?;
     struct Load<'a> {
         flat: &'a [f32],
         offset: usize,
@@ -123,13 +117,7 @@ pub fn flatten_grads<M: Module>(module: &M, grads: &GradientsParams) -> Vec<f32>
 /// Builds burn gradients for `module` from a flat vector (e.g. one averaged
 /// across workers), on the parameters' plain (non-autodiff) device.
 pub fn grads_from_flat<M: Module>(module: &M, flat: &[f32]) -> Result<GradientsParams> {
-    if flat.len() != module.num_params() {
-        return Err(Error::Shape(format!(
-            "gradient vector has {} values, the network has {}",
-            flat.len(),
-            module.num_params()
-        )));
-    }
+    check_len(module, flat, "gradient")?;
     struct Build<'a> {
         flat: &'a [f32],
         offset: usize,
@@ -153,6 +141,20 @@ pub fn grads_from_flat<M: Module>(module: &M, flat: &[f32]) -> Result<GradientsP
     };
     module.visit(&mut build);
     Ok(build.grads)
+}
+
+/// Refuses a flat `what` vector (parameters, gradients) whose length is not
+/// `module`'s parameter count.
+fn check_len<M: Module>(module: &M, flat: &[f32], what: &str) -> Result<()> {
+    if flat.len() == module.num_params() {
+        Ok(())
+    } else {
+        Err(Error::Shape(format!(
+            "{what} vector has {} values, the network has {}",
+            flat.len(),
+            module.num_params()
+        )))
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use shoal_core::{
 };
 
 use super::config::HacConfig;
-use super::models::HacModels;
+use super::models::{HacModels, read_per_level};
 use super::rollout::{Explore, Run, subgoal_reward};
 use crate::actor_critic::{NetBatch, UpdateTally};
 use crate::check;
@@ -522,15 +522,7 @@ impl<E: GoalEnv> Learner for Hac<E> {
     }
 
     fn load_memory(&mut self, bytes: &[u8]) -> Result<()> {
-        let blobs: Vec<Vec<u8>> = postcard::from_bytes(bytes)
-            .map_err(|e| Error::Shape(format!("HAC memory is unreadable: {e}")))?;
-        if blobs.len() != self.buffers.len() {
-            return Err(Error::Shape(format!(
-                "HAC memory has {} levels, this agent {}",
-                blobs.len(),
-                self.buffers.len()
-            )));
-        }
+        let blobs: Vec<Vec<u8>> = read_per_level(bytes, "HAC memory", self.buffers.len())?;
         let mut buffers = self.buffers.clone();
         for (buffer, blob) in buffers.iter_mut().zip(&blobs) {
             buffer.load_bytes(blob)?;

@@ -184,15 +184,7 @@ impl HacModels {
 
     /// Restores [`HacModels::save_state`] output; on error `self` is unchanged.
     pub fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let states: Vec<LevelState> = postcard::from_bytes(bytes)
-            .map_err(|e| Error::Shape(format!("HAC models are unreadable: {e}")))?;
-        if states.len() != self.levels.len() {
-            return Err(Error::Shape(format!(
-                "HAC state has {} levels, this agent {}",
-                states.len(),
-                self.levels.len()
-            )));
-        }
+        let states: Vec<LevelState> = read_per_level(bytes, "HAC state", self.levels.len())?;
         let mut levels = self.levels.clone();
         for (i, (level, state)) in levels.iter_mut().zip(states).enumerate() {
             if state.norms.obs.dim() != self.dims.obs
@@ -225,4 +217,23 @@ impl HacModels {
     pub(super) fn sync_normalizers(&mut self, reducer: &mut dyn MeanReducer) -> Result<()> {
         GoalNormalizer::sync_all(self.levels.iter_mut().map(|l| &mut l.norms), reducer)
     }
+}
+
+/// One value per level, as `postcard` wrote the list: refused, naming
+/// `what`, if unreadable or if it holds another number of levels than
+/// `levels` (the agent's).
+pub(super) fn read_per_level<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+    levels: usize,
+) -> Result<Vec<T>> {
+    let values: Vec<T> = postcard::from_bytes(bytes)
+        .map_err(|e| Error::Shape(format!("{what} is unreadable: {e}")))?;
+    if values.len() != levels {
+        return Err(Error::Shape(format!(
+            "{what} has {} levels, this agent {levels}",
+            values.len()
+        )));
+    }
+    Ok(values)
 }
