@@ -51,7 +51,7 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::rollout::{Rollout, learn_in_batches, play_episode};
+use crate::rollout::{Rollout, StateDims, collect_episodes, learn_in_batches, play_episode};
 use crate::versioned::Format;
 
 /// The distribution the policy network parameterises, per action component.
@@ -401,13 +401,6 @@ const STATE_FORMAT: Format = Format {
     version: 1,
 };
 
-/// The shape a saved state was written for.
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
-struct StateDims {
-    observation: u64,
-    action: u64,
-}
-
 // -------------------------------------------------------------------------
 // The agent
 // -------------------------------------------------------------------------
@@ -554,10 +547,7 @@ impl<E: Env> Ppo<E> {
     }
 
     fn state_dims(&self) -> StateDims {
-        StateDims {
-            observation: self.obs_dim as u64,
-            action: self.act_dim as u64,
-        }
+        StateDims::new(self.obs_dim, self.act_dim)
     }
 
     /// The learning rate the next update steps with.
@@ -579,46 +569,44 @@ impl<E: Env> Ppo<E> {
     }
 
     fn collect(&mut self, episodes: usize) -> Result<(Vec<Rollout>, LearnReport)> {
-        // Not with_capacity: `episodes` comes from the caller's budget.
-        let mut rollouts = Vec::new();
-        let mut report = LearnReport::default();
+        collect_episodes(episodes, || self.collect_episode())
+    }
+
+    /// Plays one episode with the stochastic policy (seeded by its number:
+    /// see [`play_episode`]).
+    fn collect_episode(&mut self) -> Result<(Rollout, f64)> {
         let kind = self.config.policy;
-        for _ in 0..episodes {
-            let (acting, plain, observations) = (&self.acting, &self.plain, &self.observations);
-            let (normalize, act_dim) = (self.config.normalize_observations, self.act_dim);
-            let mut failure = None;
-            let draw = |obs: &[f32], rng: &mut StdRng| {
-                match normalize_if(observations, normalize, obs) {
-                    Ok(input) => {
-                        let out = acting.forward(rows_to_tensor(&input, input.len(), plain));
-                        kind.sample(&out.into_data().try_to_vec().expect("f32 tensor"), rng)
-                    }
-                    Err(e) => {
-                        // The env's observation has the wrong size: reported
-                        // after the episode, which a neutral action ends.
-                        failure.get_or_insert(e);
-                        vec![0.5; act_dim]
-                    }
+        let (acting, plain, observations) = (&self.acting, &self.plain, &self.observations);
+        let (normalize, act_dim) = (self.config.normalize_observations, self.act_dim);
+        let mut failure = None;
+        let draw = |obs: &[f32], rng: &mut StdRng| {
+            match normalize_if(observations, normalize, obs) {
+                Ok(input) => {
+                    let out = acting.forward(rows_to_tensor(&input, input.len(), plain));
+                    kind.sample(&out.into_data().try_to_vec().expect("f32 tensor"), rng)
                 }
-            };
-            let (rollout, ret) = play_episode(
-                &mut self.env,
-                &self.action_space,
-                self.seed,
-                self.episodes,
-                draw,
-                |draws| kind.to_unit(draws),
-            )?;
-            if let Some(error) = failure {
-                return Err(error);
+                Err(e) => {
+                    // The env's observation has the wrong size: reported
+                    // after the episode, which a neutral action ends.
+                    failure.get_or_insert(e);
+                    vec![0.5; act_dim]
+                }
             }
-            self.episodes += 1;
-            self.env_steps += rollout.len() as u64;
-            report.episode_returns.push(ret);
-            report.episode_lengths.push(rollout.len() as u64);
-            rollouts.push(rollout);
+        };
+        let (rollout, ret) = play_episode(
+            &mut self.env,
+            &self.action_space,
+            self.seed,
+            self.episodes,
+            draw,
+            |draws| kind.to_unit(draws),
+        )?;
+        if let Some(error) = failure {
+            return Err(error);
         }
-        Ok((rollouts, report))
+        self.episodes += 1;
+        self.env_steps += rollout.len() as u64;
+        Ok((rollout, ret))
     }
 }
 

@@ -23,7 +23,7 @@ use shoal_policy::{
 };
 
 use crate::check;
-use crate::rollout::{Rollout, learn_in_batches, play_episode};
+use crate::rollout::{Rollout, StateDims, collect_episodes, learn_in_batches, play_episode};
 use crate::versioned::Format;
 
 /// What the advantage subtracts from the return.
@@ -133,13 +133,6 @@ const STATE_FORMAT: Format = Format {
     version: 1,
 };
 
-/// The shape a saved state was written for: observation and action sizes.
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
-struct StateDims {
-    observation: u64,
-    action: u64,
-}
-
 /// A REINFORCE agent on its own environment.
 pub struct Reinforce<E: Env> {
     config: ReinforceConfig,
@@ -206,10 +199,7 @@ impl<E: Env> Reinforce<E> {
     }
 
     fn state_dims(&self) -> StateDims {
-        StateDims {
-            observation: self.obs_dim as u64,
-            action: self.act_dim as u64,
-        }
+        StateDims::new(self.obs_dim, self.act_dim)
     }
 
     /// Episodes trained so far (survives save/load).
@@ -247,16 +237,7 @@ impl<E: Env> Reinforce<E> {
     }
 
     fn collect(&mut self, episodes: usize) -> Result<(Vec<Rollout>, LearnReport)> {
-        // Not with_capacity: `episodes` comes from the caller's budget.
-        let mut rollouts = Vec::new();
-        let mut report = LearnReport::default();
-        for _ in 0..episodes {
-            let (rollout, ret) = self.collect_episode()?;
-            report.episode_returns.push(ret);
-            report.episode_lengths.push(rollout.len() as u64);
-            rollouts.push(rollout);
-        }
-        Ok((rollouts, report))
+        collect_episodes(episodes, || self.collect_episode())
     }
 
     // ---------------------------------------------------------------------

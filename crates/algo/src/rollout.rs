@@ -69,6 +69,41 @@ pub(crate) fn play_episode<E: Env + ?Sized>(
     Ok((rollout, undiscounted))
 }
 
+/// The shape an on-policy learner's saved state was written for:
+/// observation and action sizes.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StateDims {
+    observation: u64,
+    action: u64,
+}
+
+impl StateDims {
+    pub(crate) fn new(obs_dim: usize, act_dim: usize) -> Self {
+        StateDims {
+            observation: obs_dim as u64,
+            action: act_dim as u64,
+        }
+    }
+}
+
+/// `episodes` episodes from `play_one` (each a rollout and its
+/// undiscounted return), with the report of their returns and lengths.
+pub(crate) fn collect_episodes(
+    episodes: usize,
+    mut play_one: impl FnMut() -> Result<(Rollout, f64)>,
+) -> Result<(Vec<Rollout>, LearnReport)> {
+    // Not with_capacity: `episodes` comes from the caller's budget.
+    let mut rollouts = Vec::new();
+    let mut report = LearnReport::default();
+    for _ in 0..episodes {
+        let (rollout, ret) = play_one()?;
+        report.episode_returns.push(ret);
+        report.episode_lengths.push(rollout.len() as u64);
+        rollouts.push(rollout);
+    }
+    Ok((rollouts, report))
+}
+
 /// Rollouts as the bytes a rollout-gathering strategy ships to rank 0.
 pub(crate) fn encode(rollouts: &[Rollout]) -> Vec<u8> {
     postcard::to_stdvec(rollouts).expect("serialising plain vectors cannot fail")
