@@ -875,7 +875,7 @@ impl RunConfig {
                             ddpg.n_batches = updates;
                         }
                     }
-                    AlgoConfig::Hac(hac) => hac.batch_size = (hac.batch_size / workers).max(1),
+                    AlgoConfig::Hac(hac) => hac.batch_size = shared_batch(hac.batch_size, workers),
                     AlgoConfig::Reinforce(_) | AlgoConfig::Ppo(_) => {}
                 }
             }
@@ -992,13 +992,19 @@ pub const SPLIT_BATCH_UP_TO: usize = 4;
 pub fn averaging_ddpg_work(batch: usize, n_batches: usize, workers: usize) -> (usize, usize) {
     let workers = workers.max(1);
     if workers <= SPLIT_BATCH_UP_TO {
-        return ((batch / workers).max(1), n_batches);
+        return (shared_batch(batch, workers), n_batches);
     }
     let updates = (n_batches * SPLIT_BATCH_UP_TO) as f64 / workers as f64;
     (
         (batch / SPLIT_BATCH_UP_TO).max(1),
         (updates.round() as usize).max(1),
     )
+}
+
+/// One worker's part of a `batch` that `workers` averaging workers share
+/// (at least 1): together they draw what one learner draws.
+fn shared_batch(batch: usize, workers: usize) -> usize {
+    (batch / workers.max(1)).max(1)
 }
 
 /// The fewest pool candidates whose learning rates
