@@ -825,7 +825,7 @@ impl RunConfig {
     /// The worker-aware defaults of a preset trained on several workers: the
     /// settings that set the update work per episode of experience, or the
     /// pool's spread of candidates, follow `parallel.workers` unless an
-    /// override names them. Two rules, each chosen by measurements:
+    /// override names them. Each rule was chosen by measurements:
     ///
     /// - Under gradient averaging, the workers of DDPG and HAC share the
     ///   preset's batch (`algo.batch_size` = batch / N, at least 1), so each
@@ -843,6 +843,21 @@ impl RunConfig {
     ///   40 of 16 (docs/experiments/push-16-workers-batch.md).
     ///   PPO keeps its settings: neither averaging nor gathering reached the
     ///   gait sooner than one worker (docs/experiments/ppo-gather-scaling.md).
+    /// - Under gradient averaging, each DDPG or HAC worker trains at least a
+    ///   third of the preset's `train.episodes` ([`averaging_budget`]),
+    ///   unless `train.episodes` is named. A worker of many learns less per
+    ///   episode than one learner, so the shared budget left too few
+    ///   episodes each: `push-ddpg-her`'s workers needed up to 1 612 episodes
+    ///   each to reach 0.9 on 4 workers, 1 116 on 8 and 1 140 on 16
+    ///   (docs/experiments/scaling-push-defaults.md,
+    ///   docs/experiments/push-16-workers-batch.md), where 6 000 shared
+    ///   gives 1 500, 750 and 375; `push-hac`'s workers needed up to 3 100
+    ///   each on 4 workers and 1 550 on 8, where its 12 000 shared gives
+    ///   3 000 and 1 500 (docs/experiments/scaling-hac.md).
+    ///   `train.eval_every` and `train.checkpoint_every` (unless named)
+    ///   grow with the budget, so the run evaluates and checkpoints as
+    ///   often as the preset's: rank 0 evaluates while the others wait,
+    ///   and at 16 workers every 500 episodes would be 64 evaluations.
     /// - A REINFORCE pool of 4 or more candidates (workers, or groups of
     ///   `parallel.pool_group_size`) spreads their learning rates over a
     ///   decade ([`spread_lr_scales`]) in place of the preset's
@@ -865,7 +880,27 @@ impl RunConfig {
                 .any(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == key))
         };
         match self.parallel.strategy {
-            StrategyKind::Averaging if workers > 1 && !named("algo.batch_size") => {
+            StrategyKind::Averaging if workers > 1 => {
+                if matches!(self.algo, AlgoConfig::Ddpg(_) | AlgoConfig::Hac(_))
+                    && !named("train.episodes")
+                {
+                    let preset = self.train.episodes;
+                    let budget = averaging_budget(preset, workers);
+                    // As many evaluations and checkpoints as the preset's run.
+                    let stretch = |every: u64| {
+                        (every as u128 * budget as u128 / preset.max(1) as u128) as u64
+                    };
+                    if !named("train.eval_every") {
+                        self.train.eval_every = stretch(self.train.eval_every);
+                    }
+                    if !named("train.checkpoint_every") {
+                        self.train.checkpoint_every = stretch(self.train.checkpoint_every);
+                    }
+                    self.train.episodes = budget;
+                }
+                if named("algo.batch_size") {
+                    return;
+                }
                 match &mut self.algo {
                     AlgoConfig::Ddpg(ddpg) => {
                         let (batch, updates) =
@@ -999,6 +1034,20 @@ pub fn averaging_ddpg_work(batch: usize, n_batches: usize, workers: usize) -> (u
         (batch / SPLIT_BATCH_UP_TO).max(1),
         (updates.round() as usize).max(1),
     )
+}
+
+/// The share of a preset's `train.episodes` below which
+/// [`averaging_budget`] does not let an averaging worker's episodes fall:
+/// a third.
+pub const AVERAGING_MIN_SHARE: u64 = 3;
+
+/// `train.episodes` for `workers` gradient-averaging DDPG or HAC workers
+/// from a preset's `episodes`: shared as before while each worker's part
+/// is at least `episodes / AVERAGING_MIN_SHARE`, raised to that many per
+/// worker past it. `push-ddpg-her`'s 6 000 stay 6 000 on 2 workers and
+/// become 8 000 on 4, 16 000 on 8 and 32 000 on 16.
+pub fn averaging_budget(episodes: u64, workers: usize) -> u64 {
+    episodes.max(workers as u64 * episodes.div_ceil(AVERAGING_MIN_SHARE))
 }
 
 /// One worker's part of a `batch` that `workers` averaging workers share
@@ -1230,6 +1279,29 @@ mod tests {
             "docs/configuration.md is out of date: run `SHOAL_BLESS=1 cargo test --lib \
              reference_page` and commit it"
         );
+    }
+
+    #[test]
+    fn averaging_budget_gives_each_worker_at_least_a_third() {
+        // By hand: 6 000 / 3 = 2 000 a worker once N x 2 000 passes 6 000.
+        let cases = [
+            (1, 6_000),
+            (2, 6_000),
+            (3, 6_000),
+            (4, 8_000),
+            (8, 16_000),
+            (16, 32_000),
+        ];
+        for (workers, expected) in cases {
+            assert_eq!(
+                averaging_budget(6_000, workers),
+                expected,
+                "{workers} workers"
+            );
+        }
+        // A budget that does not divide by 3 rounds each worker's part up.
+        assert_eq!(averaging_budget(10, 4), 16);
+        assert_eq!(averaging_budget(12_000, 8), 32_000);
     }
 
     #[test]

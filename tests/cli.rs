@@ -665,9 +665,9 @@ fn config_prints_the_configuration_train_runs_with() {
 }
 
 #[test]
-fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
+fn averaging_workers_share_the_ddpg_and_hac_presets_batch_and_budget_unless_set() {
     let dir = scratch("worker-aware");
-    let preset_batch = |preset: &str, key: &str, extra: &[&str]| {
+    let setting = |preset: &str, section: &str, key: &str, extra: &[&str]| {
         let args = [
             &["config", preset, "--set", "parallel.strategy=\"averaging\""][..],
             extra,
@@ -676,8 +676,10 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
         let out = shoal_args(&args, &dir);
         assert!(out.status.success(), "{}", stderr(&out));
         let cfg: toml::Table = toml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
-        cfg["algo"][key].as_integer().unwrap()
+        cfg[section][key].as_integer().unwrap()
     };
+    let preset_batch =
+        |preset: &str, key: &str, extra: &[&str]| setting(preset, "algo", key, extra);
     let batch = |extra: &[&str]| preset_batch("push-ddpg-her", "batch_size", extra);
     // The documented values: 256 shared by the workers.
     assert_eq!(batch(&["--workers", "1"]), 256);
@@ -715,6 +717,52 @@ fn averaging_workers_share_the_ddpg_and_hac_presets_batch_unless_it_is_set() {
     assert_eq!(
         preset_batch("push-hac", "batch_size", &["--workers", "8"]),
         32
+    );
+    // Each DDPG or HAC worker trains at least a third of the preset's
+    // budget (6 000 and 12 000), unless the budget is named.
+    let budget = |preset: &str, extra: &[&str]| setting(preset, "train", "episodes", extra);
+    assert_eq!(budget("push-ddpg-her", &["--workers", "1"]), 6_000);
+    assert_eq!(budget("push-ddpg-her", &["--workers", "2"]), 6_000);
+    assert_eq!(budget("push-ddpg-her", &["--workers", "4"]), 8_000);
+    assert_eq!(budget("push-ddpg-her", &["--workers", "8"]), 16_000);
+    assert_eq!(budget("push-ddpg-her", &["--workers", "16"]), 32_000);
+    assert_eq!(budget("push-hac", &["--workers", "8"]), 32_000);
+    assert_eq!(
+        budget(
+            "push-ddpg-her",
+            &["--workers", "8", "--set", "train.episodes=5000"]
+        ),
+        5_000
+    );
+    assert_eq!(
+        budget(
+            "push-ddpg-her",
+            &["--workers", "8", "--set", "algo.batch_size=256"]
+        ),
+        16_000
+    );
+    assert_eq!(
+        budget("worm-ppo", &["--workers", "8"]),
+        budget("worm-ppo", &[])
+    );
+    // Evaluations and checkpoints stretch with it: 12 and 6 a run.
+    let every = |key: &str, extra: &[&str]| setting("push-ddpg-her", "train", key, extra);
+    assert_eq!(every("eval_every", &["--workers", "1"]), 500);
+    assert_eq!(every("eval_every", &["--workers", "8"]), 1_333);
+    assert_eq!(every("checkpoint_every", &["--workers", "16"]), 5_333);
+    assert_eq!(
+        every(
+            "eval_every",
+            &["--workers", "8", "--set", "train.eval_every=100"]
+        ),
+        100
+    );
+    assert_eq!(
+        every(
+            "eval_every",
+            &["--workers", "8", "--set", "train.episodes=6000"]
+        ),
+        500
     );
     // PPO keeps its minibatches: no measurement chose a rule for it.
     assert_eq!(
