@@ -884,19 +884,7 @@ impl RunConfig {
                 if matches!(self.algo, AlgoConfig::Ddpg(_) | AlgoConfig::Hac(_))
                     && !named("train.episodes")
                 {
-                    let preset = self.train.episodes;
-                    let budget = averaging_budget(preset, workers);
-                    // As many evaluations and checkpoints as the preset's run.
-                    let stretch = |every: u64| {
-                        (every as u128 * budget as u128 / preset.max(1) as u128) as u64
-                    };
-                    if !named("train.eval_every") {
-                        self.train.eval_every = stretch(self.train.eval_every);
-                    }
-                    if !named("train.checkpoint_every") {
-                        self.train.checkpoint_every = stretch(self.train.checkpoint_every);
-                    }
-                    self.train.episodes = budget;
+                    self.raise_budget(averaging_budget(self.train.episodes, workers), &named);
                 }
                 if named("algo.batch_size") {
                     return;
@@ -923,6 +911,21 @@ impl RunConfig {
             }
             _ => {}
         }
+    }
+
+    /// Sets `train.episodes` to `budget` and stretches `train.eval_every`
+    /// and `train.checkpoint_every` (those not `named`) by the same factor,
+    /// so the run evaluates and checkpoints as often as before.
+    fn raise_budget(&mut self, budget: u64, named: &impl Fn(&str) -> bool) {
+        let before = self.train.episodes.max(1);
+        let stretch = |every: u64| (every as u128 * budget as u128 / before as u128) as u64;
+        if !named("train.eval_every") {
+            self.train.eval_every = stretch(self.train.eval_every);
+        }
+        if !named("train.checkpoint_every") {
+            self.train.checkpoint_every = stretch(self.train.checkpoint_every);
+        }
+        self.train.episodes = budget;
     }
 
     /// This config with `--set` style `key=value` overrides applied in order.
