@@ -44,6 +44,7 @@ fn bench_update(c: &mut Criterion) {
         actor_lr: 1e-3,
         critic_lr: 1e-3,
         max_grad_norm: None,
+        value_bound: None,
     };
     let mut networks = ActorCritic::new(&config, 0);
     let batch = random_batch();
@@ -51,6 +52,7 @@ fn bench_update(c: &mut Criterion) {
         gamma: 0.98,
         action_l2: 1.0,
         target_clip: Some((-50.0, 0.0)),
+        target_networks: true,
     };
     c.bench_function("ddpg/update_batch256_hidden256x256", |b| {
         b.iter(|| {

@@ -32,6 +32,9 @@ pub struct ActorCriticConfig {
     pub critic_lr: f64,
     /// Global gradient-norm clip of each network.
     pub max_grad_norm: Option<f64>,
+    /// `H` of a critic bounded to `[−H, 0]` (the HAC authors' head; see
+    /// [`shoal_policy::CriticConfig::bound`]); absent: a linear head.
+    pub value_bound: Option<f32>,
 }
 
 /// The loss settings of one update.
@@ -43,6 +46,9 @@ pub struct UpdateSettings {
     pub action_l2: f32,
     /// Range the critic target is clipped to, if any.
     pub target_clip: Option<(f32, f32)>,
+    /// Bootstrap from the target networks (DDPG); false: from the networks
+    /// being trained, as the HAC authors' current code does.
+    pub target_networks: bool,
 }
 
 /// A batch in network units: inputs already normalised, actions in `[-1, 1]`.
@@ -140,6 +146,7 @@ impl ActorCritic {
             .init(derive_seed(seed, 1), &device);
         let critic = CriticConfig::new(config.input_dim, config.act_dim)
             .with_hidden(config.hidden.clone())
+            .with_bound(config.value_bound)
             .init(derive_seed(seed, 2), &device);
         ActorCritic {
             input_dim: config.input_dim,
@@ -211,10 +218,15 @@ impl ActorCritic {
 
         // ---- critic target y = r + γ·(1 − done)·Q'(s', π'(s')), clipped ----
         // Computed on the plain device: no gradient flows into the targets.
+        // Without target networks Q' and π' are the networks being trained.
         let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
-        let next_q = self
-            .target_critic
-            .forward(next.clone(), self.target_actor.forward(next));
+        let next_q = if settings.target_networks {
+            self.target_critic
+                .forward(next.clone(), self.target_actor.forward(next))
+        } else {
+            let critic = self.critic.module.valid();
+            critic.forward(next.clone(), self.acting.forward(next))
+        };
         let next_q: Vec<f32> = next_q.into_data().try_to_vec().expect("f32 tensor");
         let targets: Vec<f32> = (0..n)
             .map(|i| {
@@ -399,6 +411,7 @@ mod tests {
             actor_lr: 1e-3,
             critic_lr: 1e-3,
             max_grad_norm: None,
+            value_bound: None,
         };
         ActorCritic::new(&config, seed)
     }
@@ -424,16 +437,25 @@ mod tests {
     /// from the paper: y = clip(r + γ(1 − d)·Q'(s', μ'(s'))) with the target
     /// networks, critic loss mean (Q(s, a) − y)², actor loss
     /// −mean Q(s, μ(s)) + λ·mean μ(s)². `online` and `target` are actor ‖
-    /// critic for input 2, action 1, hidden [3].
+    /// critic for input 2, action 1, hidden [3]. With `bound` = H the
+    /// critic is the HAC authors' −H·sigmoid(z − ln(H/0.067 − 1)) (their
+    /// `critic.py`).
     fn losses64(
         online: &[f64],
         target: &[f64],
         batch: &NetBatch,
         s: &UpdateSettings,
+        bound: Option<f64>,
     ) -> (f64, f64) {
         const ACTOR: usize = 2 * 3 + 3 + 3 + 1;
         let actor = |p: &[f64], x: &[f64]| mlp64(&p[..ACTOR], [2, 3, 1], x).tanh();
-        let critic = |p: &[f64], x: &[f64], a: f64| mlp64(&p[ACTOR..], [3, 3, 1], &[x[0], x[1], a]);
+        let critic = |p: &[f64], x: &[f64], a: f64| {
+            let z = mlp64(&p[ACTOR..], [3, 3, 1], &[x[0], x[1], a]);
+            match bound {
+                Some(h) => -h / (1.0 + (-(z - (h / 0.067 - 1.0).ln())).exp()),
+                None => z,
+            }
+        };
         let row = |v: &[f32], i: usize| [v[2 * i] as f64, v[2 * i + 1] as f64];
         let n = batch.rewards.len();
         let (mut critic_loss, mut actor_loss) = (0.0, 0.0);
@@ -457,7 +479,33 @@ mod tests {
 
     #[test]
     fn losses_and_gradients_match_the_paper_in_f64_with_distinct_target_networks() {
-        let mut networks = networks(2, 1, 3, 11);
+        check_against_f64(None, true);
+    }
+
+    #[test]
+    fn without_target_networks_the_bounded_critic_bootstraps_from_itself_in_f64() {
+        check_against_f64(Some(10.0), false);
+    }
+
+    #[test]
+    fn without_target_networks_a_linear_critic_bootstraps_from_itself_in_f64() {
+        check_against_f64(None, false);
+    }
+
+    /// Losses and gradients of networks whose targets differ from them,
+    /// against [`losses64`]; without target networks the oracle bootstraps
+    /// from the online parameters (held fixed: no gradient flows into y).
+    fn check_against_f64(bound: Option<f32>, target_networks: bool) {
+        let config = ActorCriticConfig {
+            input_dim: 2,
+            act_dim: 1,
+            hidden: vec![3],
+            actor_lr: 1e-3,
+            critic_lr: 1e-3,
+            max_grad_norm: None,
+            value_bound: bound,
+        };
+        let mut networks = ActorCritic::new(&config, 11);
         let target: Vec<f32> = networks.parameters();
         // A zero step marks the networks trained (Adam moves nothing on a
         // zero gradient), so new parameters leave the targets where they are.
@@ -483,14 +531,17 @@ mod tests {
             gamma: 0.9,
             action_l2: 0.7,
             target_clip: Some((-10.0, 0.0)),
+            target_networks,
         };
         let (grads, stats) = networks.gradients(&batch, &settings).unwrap();
 
-        let (online64, target64): (Vec<f64>, Vec<f64>) = (
-            online.iter().map(|&p| p as f64).collect(),
-            target.iter().map(|&p| p as f64).collect(),
-        );
-        let (critic_loss, actor_loss) = losses64(&online64, &target64, &batch, &settings);
+        let online64: Vec<f64> = online.iter().map(|&p| p as f64).collect();
+        let target64: Vec<f64> = match target_networks {
+            true => target.iter().map(|&p| p as f64).collect(),
+            false => online64.clone(),
+        };
+        let bound64 = bound.map(f64::from);
+        let (critic_loss, actor_loss) = losses64(&online64, &target64, &batch, &settings, bound64);
         assert!(
             (stats.critic_loss - critic_loss).abs() < 1e-5,
             "{} vs {critic_loss}",
@@ -511,7 +562,7 @@ mod tests {
             let at = |delta: f64| {
                 let mut p = online64.clone();
                 p[k] += delta;
-                let (critic, actor) = losses64(&p, &target64, &batch, &settings);
+                let (critic, actor) = losses64(&p, &target64, &batch, &settings, bound64);
                 if k < actor_params { actor } else { critic }
             };
             let expected = (at(h) - at(-h)) / (2.0 * h);
@@ -539,6 +590,7 @@ mod tests {
             gamma: 0.5,
             action_l2: 1.0,
             target_clip: Some((-2.0, 0.0)),
+            target_networks: true,
         };
         let (_, stats) = networks.gradients(&batch, &clipped).unwrap();
         assert!((stats.critic_loss - mean_sq(0.0)).abs() < 1e-5);
@@ -564,6 +616,7 @@ mod tests {
             gamma: 0.9,
             action_l2: 1.0,
             target_clip: None,
+            target_networks: true,
         };
         networks.update(&batch, &settings, &mut Alone).unwrap();
         let targets = |n: &ActorCritic| n.target_parameters();
@@ -590,6 +643,7 @@ mod tests {
             gamma: 0.9,
             action_l2: 1.0,
             target_clip: None,
+            target_networks: true,
         };
         assert!(matches!(
             networks.update(&batch, &settings, &mut Alone),

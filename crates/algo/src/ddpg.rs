@@ -390,6 +390,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 actor_lr: config.actor_lr,
                 critic_lr: config.critic_lr,
                 max_grad_norm: config.max_grad_norm,
+                value_bound: None,
             },
             seed,
         );
@@ -599,6 +600,7 @@ impl<E: GoalEnv> Ddpg<E> {
             gamma,
             action_l2: self.config.action_l2 as f32,
             target_clip: self.config.clip_target.then(|| (-1.0 / (1.0 - gamma), 0.0)),
+            target_networks: true,
         }
     }
 

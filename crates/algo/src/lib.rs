@@ -43,7 +43,10 @@ mod testutil;
 pub use actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
 pub use check::{MAX_BATCH, MAX_HER_K, MAX_HORIZON, MAX_LAYERS, MAX_WIDTH};
 pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, TrainEvery};
-pub use hac::{Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, attempt_transitions};
+pub use hac::{
+    Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, HindsightGoals, MAX_LEVEL_BUFFER,
+    PenaltyRule, attempt_transitions,
+};
 pub use her::{
     GoalOrigin, GoalReward, HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
     WithinBox, WithinDistance, goal_origin, sample_batch, sample_episode,

@@ -74,6 +74,11 @@ impl TransitionBuffer {
         })
     }
 
+    /// Most transitions held; the oldest go first.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Stored transitions.
     pub fn len(&self) -> usize {
         self.items.len()

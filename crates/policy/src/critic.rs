@@ -2,6 +2,12 @@
 //!
 //! The action enters in the actor's `[-1, 1]` scale (OpenAI baselines feeds
 //! `u / max_u`), concatenated after the input features.
+//!
+//! With [`CriticConfig::bound`] the head is the HAC authors' bounded one:
+//! `Q = −H·sigmoid(z + b₀)` with `b₀ = −ln(H/0.067 − 1)` and the last layer
+//! drawn in ±3e-3, so Q starts near −0.067 everywhere and never leaves
+//! `[−H, 0]`. A linear head extrapolates, and a subgoal actor climbing it is
+//! pushed to the corners of its box.
 
 use burn::config::Config;
 use burn::module::Module;
@@ -27,21 +33,38 @@ pub struct CriticConfig {
     /// Hidden layer widths. Default `[256, 256, 256]` (OpenAI baselines HER).
     #[config(default = "vec![256, 256, 256]")]
     pub hidden: Vec<usize>,
+    /// `H` of a bounded head with values in `[−H, 0]` (absent: a linear
+    /// head). Default absent.
+    #[config(default = "None")]
+    pub bound: Option<f32>,
 }
+
+/// Where a bounded head's values start: the HAC authors' `q_init`.
+pub const BOUNDED_Q_INIT: f32 = -0.067;
+/// The range of a bounded head's last layer at initialisation (±).
+const BOUNDED_OUTPUT_INIT: f32 = 3e-3;
 
 impl CriticConfig {
     /// Builds the network with parameters drawn from `seed` (see [`crate::canonicalise`]).
     pub fn init(&self, seed: u64, device: &Device) -> Critic {
         let mlp = MlpConfig::new(self.input_dim + self.act_dim, self.hidden.clone(), 1)
             .init_with(Activation::Relu, device);
-        crate::canonicalise(
+        let critic = crate::canonicalise(
             Critic {
                 mlp,
                 input_dim: self.input_dim,
                 act_dim: self.act_dim,
+                bound: self.bound,
             },
             seed,
-        )
+        );
+        match self.bound {
+            Some(_) => Critic {
+                mlp: critic.mlp.with_output_bound(BOUNDED_OUTPUT_INIT),
+                ..critic
+            },
+            None => critic,
+        }
     }
 }
 
@@ -53,6 +76,8 @@ pub struct Critic {
     input_dim: usize,
     #[module(skip)]
     act_dim: usize,
+    #[module(skip)]
+    bound: Option<f32>,
 }
 
 impl Critic {
@@ -61,7 +86,15 @@ impl Critic {
     /// - action `[batch, act_dim]`
     /// - output `[batch, 1]`
     pub fn forward(&self, input: Tensor<2>, action: Tensor<2>) -> Tensor<2> {
-        self.mlp.forward(Tensor::cat(vec![input, action], 1))
+        let z = self.mlp.forward(Tensor::cat(vec![input, action], 1));
+        match self.bound {
+            // −H·sigmoid(z + b₀): b₀ puts z = 0 at BOUNDED_Q_INIT.
+            Some(h) => {
+                let offset = -(h / -BOUNDED_Q_INIT - 1.0).ln();
+                burn::tensor::activation::sigmoid(z.add_scalar(offset)).mul_scalar(-h)
+            }
+            None => z,
+        }
     }
 
     /// Q values of row-major batches of inputs and actions.
@@ -93,5 +126,34 @@ mod tests {
             q[0], q[1],
             "same input, different actions must give different values"
         );
+    }
+
+    #[test]
+    fn a_bounded_head_starts_near_q_init_and_never_leaves_its_range() {
+        let device = default_device();
+        let h = 10.0;
+        let critic = CriticConfig::new(3, 2)
+            .with_hidden(vec![64, 64, 64])
+            .with_bound(Some(h))
+            .init(4, &device);
+        // Inputs of ordinary size: the ±3e-3 last layer keeps z near 0, and
+        // −H·sigmoid(−ln(H/0.067 − 1)) = −0.067 exactly (by hand).
+        let inputs: Vec<f32> = (0..30).map(|i| ((i as f32) * 0.37).sin()).collect();
+        let actions: Vec<f32> = (0..20).map(|i| ((i as f32) * 0.91).cos()).collect();
+        for q in critic.q_values(&inputs, &actions, &device) {
+            assert!((q - BOUNDED_Q_INIT).abs() < 0.01, "initial Q {q}");
+        }
+        // However large the inputs, the values stay in [−H, 0].
+        let huge: Vec<f32> = inputs.iter().map(|x| x * 1e6).collect();
+        let big_actions: Vec<f32> = actions.iter().map(|x| x * 1e6).collect();
+        for q in critic.q_values(&huge, &big_actions, &device) {
+            assert!((-h..=0.0).contains(&q), "Q {q} outside [−{h}, 0]");
+        }
+        // The linear head of the same seed starts far from −0.067 on some row.
+        let linear = CriticConfig::new(3, 2)
+            .with_hidden(vec![64, 64, 64])
+            .init(4, &device);
+        let q = linear.q_values(&inputs, &actions, &device);
+        assert!(q.iter().any(|q| (q - BOUNDED_Q_INIT).abs() > 0.01), "{q:?}");
     }
 }

@@ -55,6 +55,25 @@ pub struct Mlp {
 }
 
 impl Mlp {
+    /// The network with its output layer's weights and bias scaled by
+    /// `bound·√fan_in`: from [`crate::canonicalise`]'s ±1/√fan_in draws,
+    /// uniform in ±`bound` (the small last layer of DDPG's paper and of the
+    /// HAC authors' code, ±3e-3).
+    #[must_use]
+    pub fn with_output_bound(mut self, bound: f32) -> Self {
+        let last = self.layers.last_mut().expect("an MLP has an output layer");
+        let fan_in = last.weight.val().dims()[0] as f32;
+        let factor = bound * fan_in.sqrt();
+        // Detached, so the scaled values are leaves that still take gradients.
+        fn scaled<const D: usize>(t: Tensor<D>, factor: f32) -> Tensor<D> {
+            let require_grad = t.is_require_grad();
+            t.mul_scalar(factor).detach().set_require_grad(require_grad)
+        }
+        last.weight = last.weight.clone().map(|w| scaled(w, factor));
+        last.bias = last.bias.clone().map(|b| b.map(|b| scaled(b, factor)));
+        self
+    }
+
     /// # Shapes
     /// - input `[batch, input]`
     /// - output `[batch, output]`

@@ -161,7 +161,9 @@ impl<E: GoalEnv> Hac<E> {
             )));
         }
         let buffers = (0..config.levels)
-            .map(|level| TransitionBuffer::new(models.level_dims(level), config.buffer_size))
+            .map(|level| {
+                TransitionBuffer::new(models.level_dims(level), config.buffer_capacity(level))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Hac {
             config,
@@ -262,7 +264,8 @@ impl<E: GoalEnv> Hac<E> {
         };
         run.split(first)?;
         let desired = run.desired.clone();
-        run.attempt(levels - 1, &desired, false)?;
+        // Whether the top level maxed out matters to no one above it.
+        let _maxed_out = run.attempt(levels - 1, &desired, false)?;
         if !run.done {
             // The top level's attempt ran out before the env ended the episode.
             run.success = run.env.is_success(&run.achieved, &run.desired);
@@ -335,8 +338,12 @@ impl<E: GoalEnv> Hac<E> {
     fn train_round(&mut self, reducer: &mut dyn MeanReducer, tallies: &mut [Tally]) -> Result<()> {
         let mut rng = rng_from_seed(derive_seed(self.seed, ROUND_STREAM + self.episodes));
         let settings = self.config.settings();
+        let ready = self.levels_ready(reducer)?;
         let mut batch = NetBatch::default();
         for (level, tally) in tallies.iter_mut().enumerate() {
+            if !ready[level] {
+                continue;
+            }
             for _ in 0..self.config.n_batches {
                 self.prepare_batch(level, &mut rng, &mut batch)?;
                 let networks = &mut self.models.levels[level].networks;
@@ -345,11 +352,29 @@ impl<E: GoalEnv> Hac<E> {
                     .add(networks.update(&batch, &settings, reducer)?);
                 self.updates += 1;
             }
-            self.models.levels[level]
-                .networks
-                .update_targets(self.config.polyak)?;
+            if self.config.target_networks {
+                self.models.levels[level]
+                    .networks
+                    .update_targets(self.config.polyak)?;
+            }
         }
         Ok(())
+    }
+
+    /// Which levels train this round: all, or with `wait_for_batch` those
+    /// whose buffer holds a batch on every worker (one reducer call, so
+    /// workers agree and stay in step).
+    fn levels_ready(&self, reducer: &mut dyn MeanReducer) -> Result<Vec<bool>> {
+        if !self.config.wait_for_batch {
+            return Ok(vec![true; self.buffers.len()]);
+        }
+        let mut full: Vec<f32> = self
+            .buffers
+            .iter()
+            .map(|b| f32::from(u8::from(b.len() >= self.config.batch_size)))
+            .collect();
+        reducer.mean(&mut full)?;
+        Ok(full.iter().map(|&f| f == 1.0).collect())
     }
 
     /// Trains `episodes` episodes (fewer if `stop` is requested: every

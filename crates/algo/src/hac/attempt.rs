@@ -3,6 +3,7 @@
 
 use rand::{Rng, RngExt};
 
+use super::config::HindsightGoals;
 use crate::her::GoalReward;
 use crate::transition_buffer::Transition;
 
@@ -20,7 +21,9 @@ pub struct Attempt {
     /// Hindsight actions: what the level below achieved when it missed the
     /// proposed subgoal, else the proposed action.
     pub hindsight_actions: Vec<Vec<f32>>,
-    /// Whether action `t` was a tested subgoal that the level below missed.
+    /// Whether action `t` was a tested subgoal to penalise: one the level
+    /// below missed (under [`PenaltyRule::MaxedOut`](super::PenaltyRule),
+    /// only after using all its actions).
     pub missed_tests: Vec<bool>,
 }
 
@@ -47,10 +50,15 @@ impl Attempt {
 
 /// All transitions HAC stores for one attempt, in this order: per action `t`,
 /// the hindsight action transition, then (if `t` was a missed test) the
-/// penalty transition; then per action `t`, `her_k` hindsight goal
-/// transitions with goals drawn from `ag_{t+1} … ag_T` (`future`).
+/// penalty transition; then the hindsight goal transitions:
+/// - `future`: per action `t`, `her_k` transitions with goals drawn from
+///   `ag_{t+1} … ag_T`;
+/// - `attempt`: `min(her_k, T)` goals, `ag_T` and the rest drawn uniformly
+///   from `ag_1 … ag_T`, in ascending order, each relabelling every action
+///   `0 … T−1` (the authors' `finalize_goal_replay`).
 pub fn attempt_transitions<G: GoalReward + ?Sized, R: Rng + ?Sized>(
     attempt: &Attempt,
+    hindsight: HindsightGoals,
     her_k: usize,
     penalty: f32,
     goals: &G,
@@ -84,16 +92,36 @@ pub fn attempt_transitions<G: GoalReward + ?Sized, R: Rng + ?Sized>(
             });
         }
     }
-    // ---- hindsight goal transitions (HER, future) ----
-    for t in 0..n {
-        for _ in 0..her_k {
-            let future = rng.random_range(t + 1..=n);
-            out.push(transition(
-                t,
-                &attempt.hindsight_actions[t],
-                &attempt.achieved[future],
-            ));
+    // ---- hindsight goal transitions ----
+    match hindsight {
+        HindsightGoals::Future => {
+            for t in 0..n {
+                for _ in 0..her_k {
+                    let future = rng.random_range(t + 1..=n);
+                    out.push(transition(
+                        t,
+                        &attempt.hindsight_actions[t],
+                        &attempt.achieved[future],
+                    ));
+                }
+            }
         }
+        HindsightGoals::Attempt if n > 0 => {
+            let count = her_k.min(n);
+            let mut picks: Vec<usize> = (1..count).map(|_| rng.random_range(1..=n)).collect();
+            picks.push(n);
+            picks.sort_unstable();
+            for goal in picks {
+                for t in 0..n {
+                    out.push(transition(
+                        t,
+                        &attempt.hindsight_actions[t],
+                        &attempt.achieved[goal],
+                    ));
+                }
+            }
+        }
+        HindsightGoals::Attempt => {}
     }
     out
 }

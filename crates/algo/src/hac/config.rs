@@ -8,9 +8,15 @@ use crate::actor_critic::UpdateSettings;
 use crate::check;
 
 /// Hyperparameters of [`Hac`](crate::Hac). Defaults are the paper's (2 levels, H = 25,
-/// λ = 0.3, penalty −H, targets in `[−H, 0]`) and Levy's DDPG settings.
+/// λ = 0.3, penalty −H, targets in `[−H, 0]`) with the machinery of the
+/// authors' first code release: a linear critic, target networks, HER
+/// `future` and a penalty for every missed test. [`HacConfig::levy`] is the
+/// authors' current code (a bounded critic, no target networks, γ = 0.98,
+/// the maxed-out penalty rule, their hindsight goals, buffers sized per
+/// level, no update before a batch exists), whose results the paper's
+/// README reports; the paper-task presets use it.
 ///
-/// One level is flat DDPG + HER (`future`) with HAC's critic and noise; it
+/// One level is flat DDPG + HER with HAC's critic and noise; it
 /// needs `top_level_unlimited`, or it acts only H times per episode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -46,8 +52,32 @@ pub struct HacConfig {
     pub batch_size: usize,
     /// Gradient steps per level after every episode. Default 40.
     pub n_batches: usize,
-    /// Target networks keep this fraction of themselves per round. Default 0.95.
+    /// Target networks keep this fraction of themselves per round (with
+    /// `target_networks`). Default 0.95.
     pub polyak: f64,
+    /// Bootstrap the critic targets from target networks moved by `polyak`
+    /// once per episode (the authors' first release); false: from the
+    /// networks being trained, as their current code does. Default true.
+    pub target_networks: bool,
+    /// Bound each critic to `[−H, 0]` by `−H·sigmoid(z + b₀)`, starting near
+    /// −0.067 (the authors' current code); false: a linear head whose
+    /// targets alone are clipped. Default false.
+    pub bounded_critic: bool,
+    /// When a tested subgoal that the level below missed is penalised.
+    /// Default `any-miss`.
+    pub penalty_rule: PenaltyRule,
+    /// How hindsight goals are chosen (`her_k` of them). Default `future`.
+    pub hindsight_goals: HindsightGoals,
+    /// Size each level's buffer as the authors do, to hold this many
+    /// episodes: `(1 + her_k)·H (+ H/3 above level 0)` transitions per
+    /// attempt, `H^(levels − 1 − level)` attempts per episode, at most 10⁷
+    /// (absent: `buffer_size` at every level). Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_episodes: Option<usize>,
+    /// Skip a level's updates until its buffer holds `batch_size`
+    /// transitions (on every worker), as the authors' code does; false:
+    /// update from the first episode, sampling with repetition. Default false.
+    pub wait_for_batch: bool,
     /// Weight of the mean squared action in the actor loss; zero, because a
     /// penalty would pull subgoals toward the centre of their range. Default 0.
     pub action_l2: f64,
@@ -63,7 +93,8 @@ pub struct HacConfig {
     pub subgoal_noise_eps: Option<f64>,
     /// Kind of exploration noise. Default `gaussian`.
     pub noise: NoiseKind,
-    /// Hindsight goals (`future`) per transition. Default 4.
+    /// Hindsight goals: per transition with `future`, per attempt with
+    /// `attempt`. Default 4.
     pub her_k: usize,
     /// Lower corner of the subgoal box in achieved-goal units (absent: the
     /// achieved goal's bounds in the observation space). Default absent.
@@ -119,6 +150,12 @@ impl Default for HacConfig {
             batch_size: 1024,
             n_batches: 40,
             polyak: 0.95,
+            target_networks: true,
+            bounded_critic: false,
+            penalty_rule: PenaltyRule::AnyMiss,
+            hindsight_goals: HindsightGoals::Future,
+            buffer_episodes: None,
+            wait_for_batch: false,
             action_l2: 0.0,
             random_eps: 0.2,
             noise_eps: 0.1,
@@ -137,7 +174,77 @@ impl Default for HacConfig {
     }
 }
 
+/// When a tested subgoal is penalised (reward −H, no bootstrap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PenaltyRule {
+    /// Whenever the level below missed it, also when its attempt ended
+    /// early because a higher level's goal was reached or the episode ended.
+    AnyMiss,
+    /// Only when the level below used all `H` of its actions without
+    /// reaching it (the authors' `maxed_out`).
+    MaxedOut,
+}
+
+/// Which achieved goals relabel a level's transitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HindsightGoals {
+    /// HER's `future`: per transition, `her_k` goals drawn from the states
+    /// after it in the attempt.
+    Future,
+    /// The authors' scheme: per attempt, `her_k` goals (`her_k − 1` drawn
+    /// uniformly from the attempt's states, plus its last), each relabelling
+    /// every transition of the attempt.
+    Attempt,
+}
+
+/// Most transitions a level's buffer holds under [`HacConfig::buffer_episodes`]
+/// (the authors' ceiling).
+pub const MAX_LEVEL_BUFFER: usize = 10_000_000;
+
 impl HacConfig {
+    /// The HAC authors' current code for `levels` levels of `horizon`
+    /// actions (andrew-j-levy/Hierarchical-Actor-Critc-HAC-, whose README's
+    /// results it produced): a bounded critic, no target networks,
+    /// γ = 0.98, a penalty only when the level below maxed out, 3 hindsight
+    /// goals per attempt, buffers for `episodes_to_store` episodes per
+    /// level, no update before a batch exists, 20 % random actions,
+    /// subgoal testing 0.3, batch 1 024 × 40, 3 × 64 ReLU, the top level
+    /// acting until the episode ends.
+    pub fn levy(levels: usize, horizon: usize, episodes_to_store: usize) -> Self {
+        HacConfig {
+            levels,
+            horizon,
+            top_level_unlimited: true,
+            gamma: Some(0.98),
+            target_networks: false,
+            bounded_critic: true,
+            penalty_rule: PenaltyRule::MaxedOut,
+            hindsight_goals: HindsightGoals::Attempt,
+            her_k: 3,
+            buffer_episodes: Some(episodes_to_store),
+            wait_for_batch: true,
+            ..HacConfig::default()
+        }
+    }
+
+    /// Capacity of `level`'s buffer: `buffer_size`, or the authors' size
+    /// for [`HacConfig::buffer_episodes`] episodes.
+    pub fn buffer_capacity(&self, level: usize) -> usize {
+        let Some(episodes) = self.buffer_episodes else {
+            return self.buffer_size;
+        };
+        let h = self.horizon;
+        let tests = if level > 0 { h / 3 } else { 0 };
+        let per_attempt = (1 + self.her_k).saturating_mul(h).saturating_add(tests);
+        let attempts = (0..self.levels - 1 - level).fold(1usize, |n, _| n.saturating_mul(h));
+        per_attempt
+            .saturating_mul(attempts)
+            .saturating_mul(episodes)
+            .min(MAX_LEVEL_BUFFER)
+    }
+
     /// Checks every value; the error names the offending key.
     pub fn validate(&self) -> Result<()> {
         let bad = |key: &str, why: &str| Err(Error::Config(format!("hac {key} {why}")));
@@ -167,6 +274,12 @@ impl HacConfig {
         }
         if self.buffer_size == 0 {
             return bad("buffer_size", "must be at least 1");
+        }
+        if self.buffer_episodes == Some(0) {
+            return bad("buffer_episodes", "must be at least 1");
+        }
+        if self.hindsight_goals == HindsightGoals::Attempt && self.her_k == 0 {
+            return bad("her_k", "must be at least 1 with hindsight_goals = attempt");
         }
         if !(0.0..=1.0).contains(&self.random_eps) {
             return bad("random_eps", "must be a probability");
@@ -267,6 +380,12 @@ impl HacConfig {
             gamma: self.discount() as f32,
             action_l2: self.action_l2 as f32,
             target_clip: Some((self.penalty(), 0.0)),
+            target_networks: self.target_networks,
         }
+    }
+
+    /// `H` of the bounded critic head, when it is bounded.
+    pub(super) fn value_bound(&self) -> Option<f32> {
+        self.bounded_critic.then(|| self.horizon as f32)
     }
 }

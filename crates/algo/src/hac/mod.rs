@@ -64,5 +64,5 @@ mod tests;
 
 pub use agent::{Hac, HacFrame};
 pub use attempt::{Attempt, attempt_transitions};
-pub use config::HacConfig;
+pub use config::{HacConfig, HindsightGoals, MAX_LEVEL_BUFFER, PenaltyRule};
 pub use models::{HacLevel, HacModels};

@@ -66,6 +66,7 @@ impl HacModels {
                         actor_lr: config.actor_lr,
                         critic_lr: config.critic_lr,
                         max_grad_norm: config.max_grad_norm,
+                        value_bound: config.value_bound(),
                     },
                     derive_seed(seed, MODEL_STREAM + level as u64),
                 );

@@ -8,7 +8,7 @@ use shoal_policy::ActionNoise;
 
 use super::agent::HacFrame;
 use super::attempt::{Attempt, attempt_transitions};
-use super::config::HacConfig;
+use super::config::{HacConfig, PenaltyRule};
 use super::models::HacModels;
 use crate::her::{GoalReward, WithinBox, WithinDistance};
 use crate::transition_buffer::Transition;
@@ -168,11 +168,13 @@ impl<E: GoalEnv> Run<'_, E> {
     }
 
     /// Runs one attempt of `level` toward `goal`; `testing` when a subgoal
-    /// above is being tested.
-    pub(super) fn attempt(&mut self, level: usize, goal: &[f32], testing: bool) -> Result<()> {
+    /// above is being tested. Returns whether the attempt *maxed out*: used
+    /// all its `H` actions without reaching `goal`.
+    pub(super) fn attempt(&mut self, level: usize, goal: &[f32], testing: bool) -> Result<bool> {
         self.goals[level] = goal.to_vec();
+        let limit = self.config.attempt_limit(level);
         let mut attempt = Attempt::start(goal, &self.obs, self.achieved_by(level));
-        for _ in 0..self.config.attempt_limit(level) {
+        for _ in 0..limit {
             let action = self.choose(level, goal, testing)?;
             let (hindsight, missed_test) = if level > 0 {
                 // ---- propose a subgoal, maybe test it, let the level below try ----
@@ -182,14 +184,18 @@ impl<E: GoalEnv> Run<'_, E> {
                         Some(ex) => ex.rng.random::<f64>() < self.config.subgoal_test_rate,
                         None => false,
                     };
-                self.attempt(level - 1, &subgoal, test)?;
+                let maxed_out = self.attempt(level - 1, &subgoal, test)?;
                 if self.reached(level - 1, &subgoal) {
                     (action.clone(), false)
                 } else {
                     // Hindsight action: the subgoal the level below did reach.
                     let unit = self.subgoal_space.to_unit(self.achieved_by(level - 1));
                     let hindsight = unit.iter().map(|u| (2.0 * u - 1.0).clamp(-1.0, 1.0));
-                    (hindsight.collect(), test)
+                    let penalise = match self.config.penalty_rule {
+                        PenaltyRule::AnyMiss => test,
+                        PenaltyRule::MaxedOut => test && maxed_out,
+                    };
+                    (hindsight.collect(), penalise)
                 }
             } else {
                 // ---- act in the environment ----
@@ -218,11 +224,13 @@ impl<E: GoalEnv> Run<'_, E> {
                 break;
             }
         }
+        let reached = self.reached(level, goal);
         self.attempts[level] += 1;
-        self.reached_goals[level] += u64::from(self.reached(level, goal));
+        self.reached_goals[level] += u64::from(reached);
         if let Some(mut ex) = self.explore.take() {
             let new = attempt_transitions(
                 &attempt,
+                self.config.hindsight_goals,
                 self.config.her_k,
                 self.config.penalty(),
                 self.scoring(level),
@@ -231,6 +239,6 @@ impl<E: GoalEnv> Run<'_, E> {
             self.explore = Some(ex);
             self.transitions[level].extend(new);
         }
-        Ok(())
+        Ok(attempt.len() == limit && !reached)
     }
 }

@@ -9,7 +9,7 @@ use shoal_env::PointGoal;
 
 use super::agent::{Hac, HacFrame};
 use super::attempt::{Attempt, attempt_transitions};
-use super::config::HacConfig;
+use super::config::{HacConfig, HindsightGoals, PenaltyRule};
 use super::models::LevelState;
 use crate::testutil::{
     Recording, adam_first_step, assert_all_close, negate, point_goal as env, two_workers,
@@ -43,7 +43,7 @@ fn hand_built() -> Attempt {
 fn attempt_gives_hindsight_action_penalty_and_goal_transitions() {
     let attempt = hand_built();
     let mut rng = rng_from_seed(0);
-    let out = attempt_transitions(&attempt, 4, -25.0, &Line, &mut rng);
+    let out = attempt_transitions(&attempt, HindsightGoals::Future, 4, -25.0, &Line, &mut rng);
     // 3 hindsight action + 1 penalty + 3 × 4 hindsight goal transitions.
     assert_eq!(out.len(), 3 + 1 + 12);
     let t = |obs: f32, action: f32, reward: f32, next: f32, goal: f32, terminal: bool| Transition {
@@ -78,6 +78,213 @@ fn attempt_gives_hindsight_action_penalty_and_goal_transitions() {
     assert!(out[12..].iter().all(|g| g.reward == 0.0 && g.terminal));
     let penalties = out.iter().filter(|g| g.reward == -25.0).count();
     assert_eq!(penalties, 1);
+}
+
+#[test]
+fn the_authors_hindsight_goals_relabel_the_whole_attempt_with_the_last_among_them() {
+    let attempt = hand_built();
+    let mut rng = rng_from_seed(0);
+    let out = attempt_transitions(&attempt, HindsightGoals::Attempt, 3, -25.0, &Line, &mut rng);
+    // 3 hindsight action + 1 penalty + 3 goals × all 3 actions.
+    assert_eq!(out.len(), 3 + 1 + 9);
+    let relabelled = &out[4..];
+    let mut goals = Vec::new();
+    for (g, chunk) in relabelled.chunks(3).enumerate() {
+        for (t, transition) in chunk.iter().enumerate() {
+            // Every action of the attempt, in order, with one goal per chunk.
+            assert_eq!(transition.obs, attempt.obs[t], "goal {g}, action {t}");
+            assert_eq!(transition.action, attempt.hindsight_actions[t]);
+            assert_eq!(transition.goal, chunk[0].goal);
+            let hit = Line.success(&attempt.achieved[t + 1], &transition.goal);
+            assert_eq!(
+                (transition.reward, transition.terminal),
+                (if hit { 0.0 } else { -1.0 }, hit)
+            );
+        }
+        goals.push(chunk[0].goal[0]);
+    }
+    // Goals come from the states after an action, in ascending order, the
+    // attempt's last among them.
+    assert!(
+        goals.iter().all(|g| [0.3, 0.5, 1.0].contains(g)),
+        "{goals:?}"
+    );
+    assert!(goals.windows(2).all(|w| w[0] <= w[1]), "{goals:?}");
+    assert_eq!(goals.last(), Some(&1.0));
+    // An attempt of one action has one goal: its own outcome.
+    let one = Attempt {
+        obs: attempt.obs[..2].to_vec(),
+        achieved: attempt.achieved[..2].to_vec(),
+        actions: attempt.actions[..1].to_vec(),
+        hindsight_actions: attempt.hindsight_actions[..1].to_vec(),
+        missed_tests: vec![false],
+        ..attempt
+    };
+    let out = attempt_transitions(&one, HindsightGoals::Attempt, 3, -25.0, &Line, &mut rng);
+    assert_eq!(out.len(), 2);
+    assert_eq!((out[1].goal.clone(), out[1].reward), (vec![0.3], 0.0));
+}
+
+/// A point on a line that moves at most 0.01 per step, its goal `offset`
+/// ahead, reached within 0.1; the episode goes on after success and is
+/// truncated after 25 steps. Observation `[x | x | goal]`.
+#[derive(Clone)]
+struct Creep {
+    offset: f32,
+    x: f32,
+    goal: f32,
+    steps: usize,
+    observation_space: shoal_core::Space,
+    action_space: shoal_core::Space,
+}
+
+impl Creep {
+    fn new(offset: f32) -> Self {
+        Creep {
+            offset,
+            x: 0.0,
+            goal: 0.0,
+            steps: 0,
+            observation_space: shoal_core::Space::uniform(3, -2.0, 2.0),
+            action_space: shoal_core::Space::uniform(1, -1.0, 1.0),
+        }
+    }
+}
+
+impl shoal_core::Env for Creep {
+    fn observation_space(&self) -> &shoal_core::Space {
+        &self.observation_space
+    }
+    fn action_space(&self) -> &shoal_core::Space {
+        &self.action_space
+    }
+    fn reset(&mut self, _seed: Option<u64>) -> Vec<f32> {
+        (self.x, self.goal, self.steps) = (0.0, self.offset, 0);
+        vec![self.x, self.x, self.goal]
+    }
+    fn step(&mut self, action: &[f32]) -> Result<shoal_core::Step> {
+        self.x += 0.01 * action[0].clamp(-1.0, 1.0);
+        self.steps += 1;
+        let reward = shoal_core::GoalEnv::compute_reward(self, &[self.x], &[self.goal]);
+        Ok(shoal_core::Step {
+            obs: vec![self.x, self.x, self.goal],
+            reward,
+            terminated: false,
+            truncated: self.steps >= 25,
+            info: shoal_core::Info::new(),
+        })
+    }
+}
+
+impl shoal_core::GoalEnv for Creep {
+    fn goal_dim(&self) -> usize {
+        1
+    }
+    fn is_success(&self, achieved: &[f32], desired: &[f32]) -> bool {
+        (achieved[0] - desired[0]).abs() < 0.1
+    }
+}
+
+/// Penalty transitions stored at level 1, and env steps, after `episodes`
+/// episodes of a 2-level agent (H = 5, bounded top level) that tests every
+/// subgoal and scores subgoals within 1e-6 (never reached), on [`Creep`]
+/// with its goal `offset` ahead.
+fn penalties(rule: PenaltyRule, offset: f32, episodes: usize) -> (usize, u64) {
+    let config = HacConfig {
+        subgoal_test_rate: 1.0,
+        subgoal_threshold: Some(1e-6),
+        penalty_rule: rule,
+        ..small()
+    };
+    let mut learner = Hac::new(config, Creep::new(offset), Creep::new(offset), 5).unwrap();
+    learner.learn(episodes).unwrap();
+    let penalty = learner.config().penalty();
+    let b = learner.buffer(1);
+    let count = (0..b.len()).filter(|&i| b.get(i).reward == penalty).count();
+    (count, learner.env_steps())
+}
+
+#[test]
+fn the_maxed_out_rule_penalises_an_attempt_that_used_its_h_actions_and_missed() {
+    // The task's goal, 1 ahead, is out of reach in 25 steps of 0.01: every
+    // subgoal attempt takes all 5 actions and misses, and each of them is
+    // penalised, under both rules.
+    for rule in [PenaltyRule::MaxedOut, PenaltyRule::AnyMiss] {
+        let (count, steps) = penalties(rule, 1.0, 3);
+        assert_eq!(steps, 3 * 25);
+        assert_eq!(count, 3 * 5, "{rule:?}");
+    }
+}
+
+#[test]
+fn the_maxed_out_rule_spares_an_attempt_that_ended_on_a_higher_goal() {
+    // The task's goal, 0.05 ahead, is within reach after any first action,
+    // which ends every attempt: the missed, tested subgoal is penalised
+    // under any-miss only.
+    let (count, steps) = penalties(PenaltyRule::MaxedOut, 0.05, 4);
+    assert_eq!((count, steps), (0, 4));
+    let (count, steps) = penalties(PenaltyRule::AnyMiss, 0.05, 4);
+    assert_eq!((count, steps), (4, 4));
+}
+
+#[test]
+fn the_authors_buffers_hold_their_episodes_per_level() {
+    // layer.py: (1 + 3)·H (+ H/3 above level 0) per attempt, times
+    // H^(levels − 1 − level) attempts, times episodes_to_store; by hand.
+    let ur5 = HacConfig::levy(3, 10, 500);
+    let sizes: Vec<usize> = (0..3).map(|l| ur5.buffer_capacity(l)).collect();
+    assert_eq!(sizes, [40 * 100 * 500, 43 * 10 * 500, 43 * 500]);
+    let pendulum = HacConfig::levy(3, 10, 200);
+    assert_eq!(pendulum.buffer_capacity(2), 8_600);
+    // One level acts H = 600 times: 4·600·500, under the ceiling of 10⁷.
+    assert_eq!(HacConfig::levy(1, 600, 500).buffer_capacity(0), 1_200_000);
+    assert_eq!(HacConfig::levy(2, 1000, 500).buffer_capacity(0), 10_000_000);
+    // The agent's buffers take those sizes; without the setting, buffer_size.
+    let config = HacConfig {
+        buffer_episodes: Some(7),
+        her_k: 3,
+        ..small()
+    };
+    let learner = agent(config, 0);
+    assert_eq!(learner.buffer(0).capacity(), 4 * 5 * 5 * 7);
+    assert_eq!(learner.buffer(1).capacity(), (4 * 5 + 1) * 7);
+    assert_eq!(agent(small(), 0).buffer(1).capacity(), 20_000);
+}
+
+#[test]
+fn no_level_updates_before_its_buffer_holds_a_batch() {
+    let waiting = |batch_size: usize| HacConfig {
+        wait_for_batch: true,
+        batch_size,
+        ..small()
+    };
+    // Two 25-step episodes store far fewer than 5 000 transitions per level.
+    let mut learner = agent(waiting(5_000), 1);
+    let before = learner.parameters();
+    learner.learn(2).unwrap();
+    assert_eq!(learner.updates(), 0);
+    assert!(learner.parameters() == before);
+    // Level 0 stores 5 transitions (1 + her_k) per action: 32 after 2 episodes.
+    let mut learner = agent(waiting(32), 1);
+    learner.learn(2).unwrap();
+    assert!(learner.updates() > 0);
+}
+
+#[test]
+fn the_authors_configuration_is_their_current_code() {
+    let c = HacConfig::levy(3, 10, 500);
+    assert_eq!((c.levels, c.horizon, c.her_k), (3, 10, 3));
+    assert!(c.bounded_critic && !c.target_networks && c.wait_for_batch);
+    assert!(c.top_level_unlimited);
+    assert_eq!(c.penalty_rule, PenaltyRule::MaxedOut);
+    assert_eq!(c.hindsight_goals, HindsightGoals::Attempt);
+    assert_eq!(c.discount(), 0.98);
+    assert_eq!(
+        (c.batch_size, c.n_batches, c.hidden.clone()),
+        (1024, 40, vec![64; 3])
+    );
+    assert_eq!((c.subgoal_test_rate, c.random_eps), (0.3, 0.2));
+    assert!(c.validate().is_ok());
 }
 
 fn small() -> HacConfig {
