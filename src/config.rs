@@ -686,23 +686,14 @@ fn push_far_hac() -> RunConfig {
 /// point (0.2 per step): H = 8 steps per subgoal, 8 attempts per 64-step
 /// episode; subgoals default to the arena, the env's goal space. Reaches
 /// eval success 0.95–1.0 in 250 episodes (seeds 0–2) in 12–16 s.
-/// The HAC paper's settings for `levels` levels on an episode of
-/// `episode_steps` actions: H = 25 for 2 levels and 10 for 3 (one level
-/// acts for the whole episode), subgoal testing 0.3, penalty −H, atomic
-/// noise 0.1, and the top level acting until the episode ends, as in the
-/// paper's code.
-fn paper_hac(levels: usize, episode_steps: usize) -> HacConfig {
+/// The HAC authors' current code for `levels` levels on a paper task
+/// ([`HacConfig::levy`]): H = `horizons[levels − 1]` (one level acts for
+/// the whole episode), buffers for `episodes_to_store` episodes, atomic
+/// noise 0.1.
+fn paper_hac(levels: usize, horizons: [usize; 3], episodes_to_store: usize) -> HacConfig {
     HacConfig {
-        levels,
-        horizon: match levels {
-            1 => episode_steps,
-            2 => 25,
-            _ => 10,
-        },
-        top_level_unlimited: true,
-        subgoal_test_rate: 0.3,
         noise_eps: 0.1,
-        ..HacConfig::default()
+        ..HacConfig::levy(levels, horizons[levels - 1], episodes_to_store)
     }
 }
 
@@ -721,7 +712,8 @@ fn paper_train(episodes: u64) -> TrainConfig {
 
 /// The UR5 reacher with the paper's code's settings: subgoals are the
 /// three joint angles and three velocities (bounds ±2π and ±4 rad/s),
-/// reached within 10° and 2 rad/s; subgoal noise 0.03.
+/// reached within 10° and 2 rad/s; H = 600 / 25 / 10 for 1 / 2 / 3 levels;
+/// 500 episodes stored; subgoal noise 0.03.
 fn ur5_hac(levels: usize) -> RunConfig {
     use std::f32::consts::TAU;
     let reacher = shoal_env::Ur5ReacherConfig::default();
@@ -732,7 +724,7 @@ fn ur5_hac(levels: usize) -> RunConfig {
         subgoal_high: Some(vec![TAU, TAU, TAU, 4.0, 4.0, 4.0]),
         subgoal_thresholds: Some(vec![angle, angle, angle, 2.0, 2.0, 2.0]),
         subgoal_noise_eps: Some(0.03),
-        ..paper_hac(levels, reacher.max_episode_steps)
+        ..paper_hac(levels, [reacher.max_episode_steps, 25, 10], 500)
     };
     RunConfig {
         algo: AlgoConfig::Hac(algo),
@@ -743,7 +735,8 @@ fn ur5_hac(levels: usize) -> RunConfig {
 
 /// The inverted pendulum with the paper's code's settings: subgoals are
 /// the angle and velocity (bounds ±π and ±15 rad/s), reached within 9.5°
-/// and 0.6 rad/s; subgoal noise 0.1, the pendulum code's value.
+/// and 0.6 rad/s; H = 1 000 / 32 / 10 for 1 / 2 / 3 levels; 200 episodes
+/// stored; subgoal noise 0.1, the pendulum code's value.
 fn pendulum_hac(levels: usize) -> RunConfig {
     use std::f32::consts::PI;
     let pendulum = shoal_env::InvertedPendulumConfig::default();
@@ -755,7 +748,7 @@ fn pendulum_hac(levels: usize) -> RunConfig {
             f64::from(pendulum.velocity_threshold),
         ]),
         subgoal_noise_eps: Some(0.1),
-        ..paper_hac(levels, pendulum.max_episode_steps)
+        ..paper_hac(levels, [pendulum.max_episode_steps, 32, 10], 200)
     };
     RunConfig {
         algo: AlgoConfig::Hac(algo),

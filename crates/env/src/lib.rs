@@ -81,8 +81,8 @@ pub use pendulum::{InvertedPendulum, InvertedPendulumConfig, scripted_swing_up_a
 pub use push::{ArmPush, ArmPushConfig, scripted_push_action};
 pub use toy::{PointGoal, PointGoalConfig, PointReach, PointReachConfig};
 pub use ur5::{
-    UR5_FOREARM, UR5_SHOULDER_HEIGHT, UR5_UPPER_ARM, Ur5Reacher, Ur5ReacherConfig,
-    scripted_reach_action, ur5_angle_error, ur5_gravity_torques, ur5_joint_points,
+    UR5_FOREARM, UR5_SHOULDER_HEIGHT, UR5_UPPER_ARM, Ur5Arm, Ur5Reacher, Ur5ReacherConfig,
+    scripted_reach_action, ur5_angle_error, ur5_joint_points,
 };
 pub use worm::{
     GaitReference, Worm, WormConfig, best_travelling_wave, run_gait, travelling_wave,

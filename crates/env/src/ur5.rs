@@ -1,19 +1,26 @@
-//! `ur5-reacher` ([`Ur5Reacher`]): a UR5-sized arm turns three joints to
-//! goal angles, the jointed task of the HAC paper (Levy et al., 2019).
+//! `ur5-reacher` ([`Ur5Reacher`]): a UR5 arm turns three joints to goal
+//! angles, the jointed task of the HAC paper (Levy et al., 2019).
 //!
 //! * **Description**: a rapier multibody with the UR5's first three joints —
 //!   shoulder pan (about the vertical), shoulder lift and elbow (about the
-//!   horizontal axis the pan turns) — and its link lengths and masses; the
-//!   wrist's three links are a point mass at the forearm's end. Gravity
-//!   pulls the arm down, each joint has viscous damping, and the links have
-//!   no colliders (the task concerns joint angles only). The goal is a set
-//!   of three joint angles, reached when every angle is within
-//!   `angle_threshold` (10°), following the paper's code.
-//! * **Action Space**: `Box(-1, 1, (3,))`: joint torques as fractions of
-//!   `max_torque` (150, 150, 150 N·m, the UR5's limits), held for
-//!   `control_dt` (30 ms, in `substeps` = 15 physics steps). Out-of-range
-//!   components are clipped when `clip_actions` (default), else an error;
-//!   non-finite components are always an error.
+//!   horizontal axis the pan turns). By default ([`Ur5Arm::Paper`]) it is
+//!   the model of the paper's code (`ur5.xml`): the links' masses,
+//!   inertias and sideways offsets, no wrist, a joint damping of 10 and a
+//!   *velocity servo* on each joint, force = 10·(u − q̇) within ±150 N·m,
+//!   so the pan turns at most about 1.6 rad/s and the median goal needs
+//!   some 40 actions. [`Ur5Arm::Torque`] is shoal's first arm: torque
+//!   motors of 150 N·m and the wrist lumped at the forearm's end, which
+//!   reaches a goal in about 10 actions. Gravity pulls the arm down; the
+//!   links have no colliders (the task concerns joint angles only). The
+//!   goal is a set of three joint angles, reached when every angle is
+//!   within `angle_threshold` (10°), following the paper's code.
+//! * **Action Space**: `Box(-1, 1, (3,))`: with the paper's arm, servo
+//!   speeds as fractions of `max_servo_speed` (3.15, 5, 3.15 rad/s, the
+//!   model's control ranges); with the torque arm, torques as fractions of
+//!   `max_torque`. Each is held for `control_dt` (30 ms, in `substeps` = 15
+//!   physics steps). Out-of-range components are clipped when
+//!   `clip_actions` (default), else an error; non-finite components are
+//!   always an error.
 //! * **Observation Space**: `Box((12,))` laid out as GoalEnv's
 //!   `[observation | achieved_goal | desired_goal]`: `[pan, lift, elbow
 //!   (rad), their velocities (rad/s, clipped to ±max_observed_speed) | the
@@ -32,19 +39,26 @@
 //! * **Starting State**: at rest, the pan uniform in [−π/8, π/8], the lift
 //!   and elbow at the paper's 0.0032 and −0.128 rad. The goal's pan is
 //!   uniform in [−π, π], its lift in [−π/4, 0] and its elbow in
-//!   [−π/4, π/4], as in the paper.
+//!   [−π/4, π/4], as in the paper; with `reject_goals` (default) a goal is
+//!   drawn again until its pan is more than π/4 from zero, the elbow more
+//!   than 5 cm and the wrist more than 15 cm above the floor (the paper's
+//!   `get_next_goal`).
 //! * **Episode End**: terminated on success when `terminate_on_success`
 //!   (default true); truncated after `max_episode_steps` (600, the paper's).
 //! * **Arguments**: [`Ur5ReacherConfig`].
 //!
 //! [`Ur5Reacher::wrist_position`] gives the forearm's end in the world
-//! (forward kinematics read from the simulation); [`ur5_gravity_torques`]
-//! the torques that hold a pose; [`scripted_reach_action`] a PD controller
-//! with gravity compensation that solves the task.
+//! (forward kinematics read from the simulation);
+//! [`Ur5ReacherConfig::gravity_torques`] the torques that hold a pose;
+//! [`scripted_reach_action`] a controller with gravity compensation that
+//! solves the task.
 //!
 //! # Version History
 //!
-//! * v1: first version.
+//! * v2: the paper's arm (velocity servos, no wrist, the model's inertias
+//!   and offsets) and its goal rejection; Python `shoal/UR5Reacher-v1`.
+//! * v1: a torque arm with a lumped wrist (now [`Ur5Arm::Torque`]);
+//!   Python `shoal/UR5Reacher-v0`.
 //!
 //! ```
 //! use shoal_core::{Env, GoalEnv};
@@ -62,7 +76,7 @@
 //!         break;
 //!     }
 //! }
-//! assert!(success, "the PD controller reaches the goal angles");
+//! assert!(success, "the controller reaches the goal angles");
 //! ```
 
 use std::f32::consts::{FRAC_PI_4, FRAC_PI_8, PI};
@@ -90,15 +104,46 @@ const FOREARM_MASS: f32 = 2.275;
 /// The three wrist links, 1.219 kg each, lumped at the forearm's end.
 const WRIST_MASS: f32 = 3.0 * 1.219;
 const GRAVITY: f32 = 9.81;
+/// The paper's model (`ur5.xml`): the upper arm's centre of mass from the
+/// shoulder and the forearm's from the elbow, m.
+const PAPER_UPPER_ARM_COM: f32 = 0.28;
+const PAPER_FOREARM_COM: f32 = 0.25;
+/// The paper's model: sideways offsets of the upper arm from the shoulder
+/// and of the forearm from the upper arm, m.
+const PAPER_UPPER_ARM_OFFSET: f32 = 0.135_85;
+const PAPER_FOREARM_OFFSET: f32 = -0.1197;
 
-/// Settings of [`Ur5Reacher`]; the defaults are the paper's task.
+/// Which arm [`Ur5Reacher`] simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ur5Arm {
+    /// The paper's model: velocity servos, force = `servo_gain`·(u − q̇)
+    /// within ±`max_torque`, the model's masses, inertias and offsets, no wrist.
+    Paper,
+    /// shoal's first arm: torque motors of ±`max_torque`, the wrist's mass
+    /// lumped at the forearm's end.
+    Torque,
+}
+
+/// Settings of [`Ur5Reacher`]; the defaults are the paper's task and arm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Ur5ReacherConfig {
-    /// Largest torque of each joint (pan, lift, elbow), N·m. Default [150, 150, 150].
+    /// The arm. Default `paper`.
+    pub arm: Ur5Arm,
+    /// The servo's gain (the paper's arm), N·m·s/rad. Default 10.
+    pub servo_gain: f32,
+    /// The servo speed at action ±1 of each joint (the paper's arm),
+    /// rad/s. Default [3.15, 5, 3.15].
+    pub max_servo_speed: [f32; 3],
+    /// Largest actuator torque of each joint (pan, lift, elbow), N·m: the
+    /// servo's force limit, or the torque at action ±1. Default [150, 150, 150].
     pub max_torque: [f32; 3],
-    /// Viscous damping of each joint, N·m·s/rad. Default [20, 30, 10].
+    /// Viscous damping of each joint, N·m·s/rad. Default [10, 10, 10].
     pub joint_damping: [f32; 3],
+    /// Draw goals again until they are away from the start and above the
+    /// floor, as the paper's code does. Default true.
+    pub reject_goals: bool,
     /// A goal angle is reached within this, rad. Default 10° (0.1745).
     pub angle_threshold: f32,
     /// Observed joint velocities are clipped to ±this, rad/s. Default 10.
@@ -118,8 +163,12 @@ pub struct Ur5ReacherConfig {
 impl Default for Ur5ReacherConfig {
     fn default() -> Self {
         Ur5ReacherConfig {
+            arm: Ur5Arm::Paper,
+            servo_gain: 10.0,
+            max_servo_speed: [3.15, 5.0, 3.15],
             max_torque: [150.0; 3],
-            joint_damping: [20.0, 30.0, 10.0],
+            joint_damping: [10.0; 3],
+            reject_goals: true,
             angle_threshold: 10f32.to_radians(),
             max_observed_speed: 10.0,
             control_dt: 0.03,
@@ -132,6 +181,17 @@ impl Default for Ur5ReacherConfig {
 }
 
 impl Ur5ReacherConfig {
+    /// shoal's first arm (v1 of this env): torque motors, a lumped wrist,
+    /// joint damping [20, 30, 10], goals drawn without rejection.
+    pub fn torque_arm() -> Self {
+        Ur5ReacherConfig {
+            arm: Ur5Arm::Torque,
+            joint_damping: [20.0, 30.0, 10.0],
+            reject_goals: false,
+            ..Ur5ReacherConfig::default()
+        }
+    }
+
     builder_methods! {
         /// Sets [`Ur5ReacherConfig::max_episode_steps`].
         max_episode_steps: usize,
@@ -153,6 +213,10 @@ impl Ur5ReacherConfig {
         for torque in self.max_torque {
             positive("max_torque", torque)?;
         }
+        for speed in self.max_servo_speed {
+            positive("max_servo_speed", speed)?;
+        }
+        positive("servo_gain", self.servo_gain)?;
         for damping in self.joint_damping {
             if !(damping.is_finite() && damping >= 0.0) {
                 return Err(Error::Config(format!(
@@ -173,6 +237,76 @@ impl Ur5ReacherConfig {
     }
 
     fn links(&self) -> [LinkSpec; 3] {
+        match self.arm {
+            Ur5Arm::Paper => Self::paper_links(),
+            Ur5Arm::Torque => Self::torque_links(),
+        }
+    }
+
+    /// `ur5.xml`'s bodies at zero angles, in the world: each inertia's
+    /// axis along the link (the model's z) is the world's x.
+    fn paper_links() -> [LinkSpec; 3] {
+        let shoulder = Vector::new(0.0, 0.0, UR5_SHOULDER_HEIGHT);
+        let lift = shoulder + Vector::new(0.0, PAPER_UPPER_ARM_OFFSET, 0.0);
+        let elbow = lift + Vector::new(UR5_UPPER_ARM, PAPER_FOREARM_OFFSET, 0.0);
+        [
+            LinkSpec {
+                axis: Vector::Z,
+                joint: shoulder,
+                mass: SHOULDER_MASS,
+                com: Vector::ZERO,
+                inertia: Vector::new(0.010_267_5, 0.010_267_5, 0.006_66),
+            },
+            LinkSpec {
+                axis: Vector::Y,
+                joint: lift,
+                mass: UPPER_ARM_MASS,
+                com: Vector::new(PAPER_UPPER_ARM_COM, 0.0, 0.0),
+                inertia: Vector::new(0.015_107_4, 0.226_891, 0.226_891),
+            },
+            LinkSpec {
+                axis: Vector::Y,
+                joint: elbow,
+                mass: FOREARM_MASS,
+                com: Vector::new(PAPER_FOREARM_COM, 0.0, 0.0),
+                inertia: Vector::new(0.004_095, 0.049_443_3, 0.049_443_3),
+            },
+        ]
+    }
+
+    /// The torques (pan, lift, elbow; N·m) that hold this arm still at
+    /// `angles` against gravity, from the link masses by hand (no simulation).
+    pub fn gravity_torques(&self, angles: &[f32]) -> [f32; 3] {
+        // Each link's mass and centre of mass from its joint, along it.
+        let ((upper_mass, upper_com), (fore_mass, fore_com)) = match self.arm {
+            Ur5Arm::Paper => (
+                (UPPER_ARM_MASS, PAPER_UPPER_ARM_COM),
+                (FOREARM_MASS, PAPER_FOREARM_COM),
+            ),
+            Ur5Arm::Torque => {
+                let (upper_mass, upper_com, _) = rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
+                let (fore_mass, fore_com, _) = rod_with_tip(FOREARM_MASS, UR5_FOREARM, WRIST_MASS);
+                ((upper_mass, upper_com), (fore_mass, fore_com))
+            }
+        };
+        let (upper, fore) = (angles[1], angles[1] + angles[2]);
+        // Gravity turns a link toward positive angles (down) with m·g·c·cos;
+        // holding it takes the opposite torque.
+        let elbow = GRAVITY * fore_mass * fore_com * fore.cos();
+        let lift =
+            GRAVITY * (upper_mass * upper_com + fore_mass * UR5_UPPER_ARM) * upper.cos() + elbow;
+        [0.0, -lift, -elbow]
+    }
+
+    /// Whether the paper's code would keep `goal` (pan, lift, elbow): its
+    /// pan more than π/4 from zero, the elbow more than 5 cm and the wrist
+    /// more than 15 cm above the floor.
+    pub fn goal_is_kept(goal: &[f32]) -> bool {
+        let [_, _, elbow, wrist] = ur5_joint_points(goal);
+        goal[0].abs() > FRAC_PI_4 && elbow[2] > 0.05 && wrist[2] > 0.15
+    }
+
+    fn torque_links() -> [LinkSpec; 3] {
         let shoulder = Vector::new(0.0, 0.0, UR5_SHOULDER_HEIGHT);
         let (upper_mass, upper_com, upper_inertia) =
             rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
@@ -202,20 +336,6 @@ impl Ur5ReacherConfig {
             },
         ]
     }
-}
-
-/// The torques (pan, lift, elbow; N·m) that hold the arm still at `angles`
-/// against gravity, from the link masses by hand (no simulation).
-pub fn ur5_gravity_torques(angles: &[f32]) -> [f32; 3] {
-    let (_, upper_com, _) = rod_with_tip(UPPER_ARM_MASS, UR5_UPPER_ARM, 0.0);
-    let (fore_mass, fore_com, _) = rod_with_tip(FOREARM_MASS, UR5_FOREARM, WRIST_MASS);
-    let (upper, fore) = (angles[1], angles[1] + angles[2]);
-    // Gravity turns a link toward positive angles (down) with m·g·c·cos;
-    // holding it takes the opposite torque.
-    let elbow = GRAVITY * fore_mass * fore_com * fore.cos();
-    let lift =
-        GRAVITY * (UPPER_ARM_MASS * upper_com + fore_mass * UR5_UPPER_ARM) * upper.cos() + elbow;
-    [0.0, -lift, -elbow]
 }
 
 /// The base, shoulder, elbow and wrist of the arm at `angles` (pan, lift,
@@ -248,21 +368,39 @@ pub fn ur5_angle_error(achieved: &[f32], desired: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
-/// A PD controller with gravity compensation toward the goal angles of
-/// `obs`: the scripted solution of `ur5-reacher`, in `[-1, 1]` action units.
+/// A controller with gravity compensation toward the goal angles of `obs`:
+/// the scripted solution of `ur5-reacher`, in `[-1, 1]` action units. On
+/// the paper's arm it commands servo speeds proportional to the angle
+/// errors plus the speed whose servo force holds the pose; on the torque
+/// arm it is a PD controller.
 pub fn scripted_reach_action(config: &Ur5ReacherConfig, obs: &[f32]) -> Vec<f32> {
-    // Gains low enough for a controller that acts every 30 ms: stiffer
-    // ones make the velocities chatter from one action to the next.
-    const STIFFNESS: [f32; 3] = [150.0, 300.0, 100.0];
-    const DAMPING: [f32; 3] = [10.0, 30.0, 8.0];
-    let hold = ur5_gravity_torques(&obs[..3]);
-    (0..3)
-        .map(|j| {
-            let error = wrap_angle(obs[9 + j] - obs[j]);
-            let torque = STIFFNESS[j] * error - DAMPING[j] * obs[3 + j] + hold[j];
-            (torque / config.max_torque[j]).clamp(-1.0, 1.0)
-        })
-        .collect()
+    let hold = config.gravity_torques(&obs[..3]);
+    let error = |j: usize| wrap_angle(obs[9 + j] - obs[j]);
+    match config.arm {
+        Ur5Arm::Paper => {
+            // Speed per radian of error: a free joint settles at half the
+            // commanded speed (servo and damping of equal gains).
+            const GAIN: f32 = 4.0;
+            (0..3)
+                .map(|j| {
+                    let speed = GAIN * error(j) + hold[j] / config.servo_gain;
+                    (speed / config.max_servo_speed[j]).clamp(-1.0, 1.0)
+                })
+                .collect()
+        }
+        Ur5Arm::Torque => {
+            // Gains low enough for a controller that acts every 30 ms: stiffer
+            // ones make the velocities chatter from one action to the next.
+            const STIFFNESS: [f32; 3] = [150.0, 300.0, 100.0];
+            const DAMPING: [f32; 3] = [10.0, 30.0, 8.0];
+            (0..3)
+                .map(|j| {
+                    let torque = STIFFNESS[j] * error(j) - DAMPING[j] * obs[3 + j] + hold[j];
+                    (torque / config.max_torque[j]).clamp(-1.0, 1.0)
+                })
+                .collect()
+        }
+    }
 }
 
 /// The UR5 reacher, `ur5-reacher`; see the module docs.
@@ -367,11 +505,17 @@ impl Env for Ur5Reacher {
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
         reseed(&mut self.rng, seed);
         let pan = self.rng.random_range(-FRAC_PI_8..=FRAC_PI_8);
-        self.goal = [
-            self.rng.random_range(-PI..PI),
-            self.rng.random_range(-FRAC_PI_4..=0.0),
-            self.rng.random_range(-FRAC_PI_4..=FRAC_PI_4),
-        ];
+        // More than a quarter of the goal box is kept, so this ends.
+        self.goal = loop {
+            let goal = [
+                self.rng.random_range(-PI..PI),
+                self.rng.random_range(-FRAC_PI_4..=0.0),
+                self.rng.random_range(-FRAC_PI_4..=FRAC_PI_4),
+            ];
+            if !self.cfg.reject_goals || Ur5ReacherConfig::goal_is_kept(&goal) {
+                break goal;
+            }
+        };
         self.chain = Self::chain(&self.cfg, &[pan, 0.003_227_6, -0.127_944_5], &[0.0; 3]);
         self.limit.start();
         self.observe()
@@ -380,13 +524,28 @@ impl Env for Ur5Reacher {
     fn step(&mut self, action: &[f32]) -> Result<Step> {
         self.limit.check()?;
         let action = self.action_space.validate(action, self.cfg.clip_actions)?;
-        let torques: Vec<f32> = action
-            .iter()
-            .zip(self.cfg.max_torque)
-            .map(|(a, max)| a * max)
-            .collect();
-        for _ in 0..self.cfg.substeps {
-            self.chain.step(&torques);
+        let cfg = &self.cfg;
+        match cfg.arm {
+            Ur5Arm::Paper => {
+                let speeds: Vec<f32> = (0..3).map(|j| action[j] * cfg.max_servo_speed[j]).collect();
+                for _ in 0..cfg.substeps {
+                    // The servo's force from this physics step's velocities.
+                    let velocities = self.chain.velocities();
+                    let torques: Vec<f32> = (0..3)
+                        .map(|j| {
+                            let force = cfg.servo_gain * (speeds[j] - velocities[j]);
+                            force.clamp(-cfg.max_torque[j], cfg.max_torque[j])
+                        })
+                        .collect();
+                    self.chain.step(&torques);
+                }
+            }
+            Ur5Arm::Torque => {
+                let torques: Vec<f32> = (0..3).map(|j| action[j] * cfg.max_torque[j]).collect();
+                for _ in 0..cfg.substeps {
+                    self.chain.step(&torques);
+                }
+            }
         }
         let obs = self.observe();
         let (achieved, desired) = (&obs[6..9], &obs[9..12]);
@@ -429,8 +588,10 @@ mod tests {
 
     #[test]
     fn the_simulated_wrist_is_where_forward_kinematics_puts_it() {
-        let mut env = Ur5Reacher::new(Ur5ReacherConfig::default()).unwrap();
+        let mut env = Ur5Reacher::new(Ur5ReacherConfig::torque_arm()).unwrap();
+        let mut paper = Ur5Reacher::new(Ur5ReacherConfig::default()).unwrap();
         env.reset(Some(0));
+        paper.reset(Some(0));
         let (h, a, f) = (0.089_159, 0.425, 0.392_25);
         // (pan, lift, elbow) → wrist, computed by hand.
         for (angles, wrist) in [
@@ -458,19 +619,106 @@ mod tests {
             let obs = env.observe();
             let read: Vec<f32> = obs[..3].to_vec();
             assert_near([read[0], read[1], read[2]], angles, "angles read back");
+            // The paper's arm sits 0.13585 − 0.1197 m sideways of that plane.
+            paper.set_state(angles, [0.0; 3], [0.0; 3]);
+            let (sin, cos) = angles[0].sin_cos();
+            let side = 0.135_85 - 0.1197;
+            let shifted = [wrist[0] - side * sin, wrist[1] + side * cos, wrist[2]];
+            assert_near(
+                paper.wrist_position(),
+                shifted,
+                &format!("paper {angles:?}"),
+            );
         }
     }
 
     #[test]
+    fn a_free_servo_joint_settles_at_half_its_commanded_speed() {
+        // Pan alone, at full command: the servo's 10·(3.15 − v) balances the
+        // damping's 10·v at v = 3.15/2 (by hand); gravity acts on no pan.
+        let mut env = Ur5Reacher::new(Ur5ReacherConfig::default()).unwrap();
+        env.reset(Some(0));
+        let pose = [0.0, -0.3, 0.5];
+        let hold = Ur5ReacherConfig::default().gravity_torques(&pose);
+        env.set_state(pose, [0.0; 3], [3.0, 0.0, 0.0]);
+        // Lift and elbow command the speed whose servo force holds them.
+        let action = [1.0, hold[1] / 10.0 / 5.0, hold[2] / 10.0 / 3.15];
+        for _ in 0..100 {
+            env.step(&action).unwrap();
+        }
+        let speed = env.observe()[3];
+        assert!((speed - 1.575).abs() < 0.01, "pan speed {speed}");
+        // The torque arm's pan, at full torque, is far faster.
+        let mut torque = Ur5Reacher::new(Ur5ReacherConfig::torque_arm()).unwrap();
+        torque.reset(Some(0));
+        torque.set_state(pose, [0.0; 3], [3.0, 0.0, 0.0]);
+        for _ in 0..100 {
+            torque.step(&[1.0, 0.0, 0.0]).unwrap();
+        }
+        assert!(torque.observe()[3] > 5.0, "{:?}", torque.observe());
+    }
+
+    #[test]
+    fn goals_are_drawn_again_until_away_from_the_start_and_above_the_floor() {
+        // The paper's test, from the link lengths by hand.
+        let kept = |g: [f32; 3]| {
+            let elbow_z = 0.089_159 - 0.425 * g[1].sin();
+            let wrist_z = elbow_z - 0.392_25 * (g[1] + g[2]).sin();
+            g[0].abs() > FRAC_PI_4 && elbow_z > 0.05 && wrist_z > 0.15
+        };
+        let goals = |config: Ur5ReacherConfig| {
+            let mut env = Ur5Reacher::new(config).unwrap();
+            (0..400)
+                .map(|seed| {
+                    let obs = env.reset(Some(seed));
+                    [obs[9], obs[10], obs[11]]
+                })
+                .collect::<Vec<_>>()
+        };
+        let drawn = goals(Ur5ReacherConfig::default());
+        assert!(drawn.iter().all(|&g| kept(g)), "a rejected goal was kept");
+        assert!(drawn.iter().all(|g| Ur5ReacherConfig::goal_is_kept(g)));
+        // Without rejection about a quarter of the goals fail the test, and
+        // a goal the test rejects is never drawn with it.
+        let raw = goals(Ur5ReacherConfig {
+            reject_goals: false,
+            ..Ur5ReacherConfig::default()
+        });
+        let rejected = raw.iter().filter(|&&g| !kept(g)).count();
+        assert!((50..250).contains(&rejected), "{rejected} of 400 rejected");
+        assert!(
+            !Ur5ReacherConfig::goal_is_kept(&[0.5, -0.3, 0.0]),
+            "pan within π/4"
+        );
+        assert!(
+            !Ur5ReacherConfig::goal_is_kept(&[2.0, 0.0, 0.78]),
+            "wrist low"
+        );
+        assert!(Ur5ReacherConfig::goal_is_kept(&[2.0, -0.5, 0.0]));
+    }
+
+    #[test]
     fn gravity_compensation_holds_a_pose_and_its_absence_does_not() {
-        let cfg = Ur5ReacherConfig::default();
+        // The torque arm holds with its torques; the paper's arm with the
+        // servo speeds whose force (10·u at rest) equals them.
+        for cfg in [Ur5ReacherConfig::torque_arm(), Ur5ReacherConfig::default()] {
+            check_gravity_hold(cfg);
+        }
+    }
+
+    fn check_gravity_hold(cfg: Ur5ReacherConfig) {
         let mut env = Ur5Reacher::new(cfg.clone()).unwrap();
         env.reset(Some(0));
         let pose = [0.3, -0.5, 0.6];
-        let hold: Vec<f32> = ur5_gravity_torques(&pose)
+        let full_scale = |j: usize| match cfg.arm {
+            Ur5Arm::Paper => cfg.servo_gain * cfg.max_servo_speed[j],
+            Ur5Arm::Torque => cfg.max_torque[j],
+        };
+        let hold: Vec<f32> = cfg
+            .gravity_torques(&pose)
             .iter()
-            .zip(cfg.max_torque)
-            .map(|(t, max)| t / max)
+            .enumerate()
+            .map(|(j, t)| t / full_scale(j))
             .collect();
         env.set_state(pose, [0.0; 3], [3.0, 0.0, 0.0]);
         for _ in 0..20 {
@@ -504,8 +752,13 @@ mod tests {
     }
 
     #[test]
-    fn the_pd_controller_solves_every_seed_tried() {
-        let cfg = Ur5ReacherConfig::default();
+    fn the_scripted_controller_solves_every_seed_tried_on_both_arms() {
+        // The paper's servo arm is slow: goals need tens of actions.
+        check_scripted(Ur5ReacherConfig::default(), 400);
+        check_scripted(Ur5ReacherConfig::torque_arm(), 150);
+    }
+
+    fn check_scripted(cfg: Ur5ReacherConfig, most_steps: usize) {
         let mut env = Ur5Reacher::new(cfg.clone()).unwrap();
         for seed in 0..10 {
             let mut obs = env.reset(Some(seed));
@@ -520,7 +773,7 @@ mod tests {
                     break;
                 }
             }
-            assert!(steps < 150, "seed {seed} took {steps} steps");
+            assert!(steps < most_steps, "seed {seed} took {steps} steps");
         }
     }
 

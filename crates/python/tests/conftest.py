@@ -14,7 +14,7 @@ ENV_IDS = [
     "shoal/Worm-v0",
     "shoal/ArmPush-v0",
     "shoal/BallToNet-v0",
-    "shoal/UR5Reacher-v0",
+    "shoal/UR5Reacher-v1",
     "shoal/Pendulum-v0",
 ]
 GOAL_IDS = ["shoal/ArmPush-v0", "shoal/BallToNet-v0"]

@@ -14,7 +14,7 @@ def test_ids_are_registered_on_import_with_default_limits():
     assert gym.spec("shoal/Worm-v0").max_episode_steps == 1000
     assert gym.spec("shoal/ArmPush-v0").max_episode_steps == 50
     assert gym.spec("shoal/BallToNet-v0").max_episode_steps == 50
-    assert gym.spec("shoal/UR5Reacher-v0").max_episode_steps == 600
+    assert gym.spec("shoal/UR5Reacher-v1").max_episode_steps == 600
     assert gym.spec("shoal/Pendulum-v0").max_episode_steps == 1000
 
 
@@ -26,7 +26,7 @@ def test_registered_ids_are_the_registrys_and_each_has_a_class():
         "shoal/Worm-v0": "worm",
         "shoal/ArmPush-v0": "arm-push",
         "shoal/BallToNet-v0": "ball-to-net",
-        "shoal/UR5Reacher-v0": "ur5-reacher",
+        "shoal/UR5Reacher-v1": "ur5-reacher",
         "shoal/Pendulum-v0": "pendulum",
     }
     for env_id in pairs:
@@ -71,7 +71,7 @@ def test_direct_construction_truncates_in_rust():
     ("shoal/Worm-v0", (432, 720, 3)),
     ("shoal/ArmPush-v0", (440, 1000, 3)),
     ("shoal/BallToNet-v0", (440, 1000, 3)),
-    ("shoal/UR5Reacher-v0", (480, 1000, 3)),
+    ("shoal/UR5Reacher-v1", (480, 1000, 3)),
     ("shoal/Pendulum-v0", (480, 560, 3)),
 ])
 def test_rgb_array_frames_show_the_state(env_id, shape):
@@ -140,7 +140,7 @@ def test_type_stubs_name_what_the_extension_has():
 
 
 @pytest.mark.parametrize("env_id,obs_dim,goal_dim", [
-    ("shoal/UR5Reacher-v0", 6, 3),
+    ("shoal/UR5Reacher-v1", 6, 3),
     ("shoal/Pendulum-v0", 3, 2),
 ])
 def test_jointed_tasks_are_goal_dicts_whose_reward_is_the_goal_test(env_id, obs_dim, goal_dim):

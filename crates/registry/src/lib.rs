@@ -275,9 +275,9 @@ impl EnvRegistry {
             .with(
                 EnvEntry::goal::<shoal_env::Ur5Reacher>(
                     "ur5-reacher",
-                    "a torque-driven 3-joint UR5 arm turns its joints to goal angles (HAC paper)",
+                    "the HAC paper's servo-driven 3-joint UR5 arm turns its joints to goal angles",
                 )
-                .python_id("shoal/UR5Reacher-v0")
+                .python_id("shoal/UR5Reacher-v1")
                 .scene(|table| {
                     let reacher: shoal_env::Ur5ReacherConfig = settings_of(table)?;
                     Ok(Scene::Chain((&reacher).into()))

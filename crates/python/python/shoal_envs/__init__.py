@@ -1,7 +1,7 @@
 """shoal's environments as Gymnasium environments, simulated in Rust.
 
 Importing this package registers ``shoal/Worm-v0``, ``shoal/ArmPush-v0``,
-``shoal/BallToNet-v0``, ``shoal/UR5Reacher-v0`` and ``shoal/Pendulum-v0``
+``shoal/BallToNet-v0``, ``shoal/UR5Reacher-v1`` and ``shoal/Pendulum-v0``
 with Gymnasium::
 
     import gymnasium as gym

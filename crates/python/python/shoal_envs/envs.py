@@ -166,7 +166,7 @@ class BallToNetEnv(_GoalEnv):
 
 
 class UR5ReacherEnv(_GoalEnv):
-    """``shoal/UR5Reacher-v0``: turn a UR5's three main joints to goal angles
+    """``shoal/UR5Reacher-v1``: turn a UR5's three main joints to goal angles
     (Rust ``ur5-reacher``), the HAC paper's reacher.
 
     Keyword arguments are the fields of :class:`shoal_envs.UR5ReacherConfig`
