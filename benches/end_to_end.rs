@@ -3,7 +3,7 @@
 //! Envs and learners are built exactly as the binary builds them
 //! (`make_env`, `make_learner` from a preset), so these numbers include the
 //! boxing and the config plumbing a real run pays. The per-crate benches
-//! (`shoal-env`'s `worm_step`, `shoal-algo`'s `ddpg_update`, …) time the
+//! (`shoal-rl-env`'s `worm_step`, `shoal-rl-algo`'s `ddpg_update`, …) time the
 //! parts in isolation.
 //!
 //! `cargo bench --bench end_to_end`; `-- env_step` or `-- train_iteration`
@@ -13,9 +13,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use shoal::config::{AlgoConfig, preset};
-use shoal::train::{make_env, make_learner};
-use shoal_core::rng_from_seed;
+use shoal_rl::config::{AlgoConfig, preset};
+use shoal_rl::train::{make_env, make_learner};
+use shoal_rl_core::rng_from_seed;
 
 /// Every env kind the CLI can build, by the preset that trains on it.
 const ENV_PRESETS: &[(&str, &str)] = &[
@@ -70,7 +70,7 @@ fn iteration_episodes(algo: &AlgoConfig) -> usize {
 /// with the preset's networks and batch sizes.
 fn train_iteration(c: &mut Criterion) {
     // As the binary's main does: burn's megabyte tensors reuse freed memory.
-    shoal::allocator::keep_freed_memory_for_reuse();
+    shoal_rl::allocator::keep_freed_memory_for_reuse();
     let mut group = c.benchmark_group("train_iteration");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));

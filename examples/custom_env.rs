@@ -1,5 +1,5 @@
-//! An environment defined outside shoal-env, trained with shoal's DDPG + HER
-//! through the runtime library (shoal-run): it gets a locked run directory,
+//! An environment defined outside shoal-rl-env, trained with shoal's DDPG + HER
+//! through the runtime library (shoal-rl-run): it gets a locked run directory,
 //! `metrics.jsonl`, checkpoints with the replay memory, `--resume`, a clean
 //! stop on Ctrl-C and `summary.json`, like a preset of `shoal train`.
 //!
@@ -16,9 +16,9 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use serde::Serialize;
-use shoal::algo::{Ddpg, DdpgConfig};
-use shoal::core::{Env, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
-use shoal::run::{RunOptions, RunSpec, TrainConfig};
+use shoal_rl::algo::{Ddpg, DdpgConfig};
+use shoal_rl::core::{Env, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
+use shoal_rl::run::{RunOptions, RunSpec, TrainConfig};
 
 // ---- the env: everything shoal needs is `Env` + `GoalEnv` ----
 
@@ -176,7 +176,7 @@ fn main() {
         resume: cli.resume,
         ..RunOptions::default()
     };
-    let outcome = shoal::run::train(&spec, &options, || {
+    let outcome = shoal_rl::run::train(&spec, &options, || {
         Ddpg::new(ddpg, Reacher::new(), Reacher::new(), cli.seed)
     });
     match outcome {

@@ -1,13 +1,13 @@
-//! A parallel strategy written outside shoal-parallel, against its public
+//! A parallel strategy written outside shoal-rl-parallel, against its public
 //! API only, that runs like a built-in: **local SGD** (periodic parameter
 //! averaging, the "FedAvg" scheme). Every worker trains its own copy for a
 //! few episodes, then the parameters of all workers are averaged with one
 //! all-reduce and every worker continues from the average.
 //!
 //! The strategy implements the three required methods of
-//! [`Strategy`](shoal::parallel::Strategy); the provided driver, the
-//! [`Context`](shoal::parallel::Context) helpers and
-//! [`run_strategy`](shoal::train::run_strategy) give it what `shoal train`
+//! [`Strategy`](shoal_rl::parallel::Strategy); the provided driver, the
+//! [`Context`](shoal_rl::parallel::Context) helpers and
+//! [`run_strategy`](shoal_rl::train::run_strategy) give it what `shoal train`
 //! gives its own strategies: a locked run directory, `metrics.jsonl`,
 //! checkpoints with every worker's replay memory, `--resume`, the final
 //! evaluation and `summary.json`, on threads, processes or MPI.
@@ -23,11 +23,11 @@
 //! (`toy-reinforce`); any preset whose learner averages gradients works.
 
 use clap::Parser;
-use shoal::cli::TrainArgs;
-use shoal::config::StrategyKind;
-use shoal::core::{GradientLearner, Result};
-use shoal::parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats, eval_steps};
-use shoal::train::run_strategy;
+use shoal_rl::cli::TrainArgs;
+use shoal_rl::config::StrategyKind;
+use shoal_rl::core::{GradientLearner, Result};
+use shoal_rl::parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats, eval_steps};
+use shoal_rl::train::run_strategy;
 
 /// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
 const NAME: &str = "local-sgd";
@@ -97,7 +97,7 @@ struct Cli {
 
 fn main() {
     // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
-    shoal::allocator::keep_freed_memory_for_reuse();
+    shoal_rl::allocator::keep_freed_memory_for_reuse();
     let mut args = Cli::parse().train;
     if args.resume.is_none() {
         args.source.get_or_insert_with(|| "toy-reinforce".into());
@@ -107,7 +107,7 @@ fn main() {
     }
     let outcome = args.resolve().and_then(|cfg| {
         if cfg.parallel.strategy != StrategyKind::Custom(NAME.into()) {
-            return Err(shoal::core::Error::Config(format!(
+            return Err(shoal_rl::core::Error::Config(format!(
                 "this program trains with {NAME}, the run asks for {}",
                 cfg.parallel.strategy
             )));

@@ -10,16 +10,16 @@
 //! `shoal train push-ddpg-her` runs the same agent with metrics,
 //! checkpoints (replay buffer included) and plots.
 
-use shoal::algo::{Ddpg, DdpgConfig};
-use shoal::core::Learner;
-use shoal::env::{ArmPush, ArmPushConfig};
+use shoal_rl::algo::{Ddpg, DdpgConfig};
+use shoal_rl::core::Learner;
+use shoal_rl::env::{ArmPush, ArmPushConfig};
 
-fn main() -> Result<(), shoal::core::Error> {
+fn main() -> Result<(), shoal_rl::core::Error> {
     // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
-    shoal::allocator::keep_freed_memory_for_reuse();
+    shoal_rl::allocator::keep_freed_memory_for_reuse();
     let epochs: usize = match std::env::args().nth(1) {
         Some(arg) => arg.parse().map_err(|_| {
-            shoal::core::Error::Config(format!("epochs must be a number, got {arg:?}"))
+            shoal_rl::core::Error::Config(format!("epochs must be a number, got {arg:?}"))
         })?,
         None => 10,
     };

@@ -12,13 +12,13 @@
 //! checkpoints (both levels' replay buffers included), plots and renders
 //! that draw the subgoals.
 
-use shoal::algo::{Hac, HacConfig};
-use shoal::core::{Error, Learner};
-use shoal::env::{ArmPush, ArmPushConfig};
+use shoal_rl::algo::{Hac, HacConfig};
+use shoal_rl::core::{Error, Learner};
+use shoal_rl::env::{ArmPush, ArmPushConfig};
 
 fn main() -> Result<(), Error> {
     // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
-    shoal::allocator::keep_freed_memory_for_reuse();
+    shoal_rl::allocator::keep_freed_memory_for_reuse();
     let episodes: usize = match std::env::args().nth(1) {
         Some(arg) => arg
             .parse()

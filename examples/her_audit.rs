@@ -7,12 +7,12 @@
 //! Reads the learner and replay buffer of the run's latest checkpoint (one worker: every
 //! episode of the run while the buffer has not wrapped, oldest first) and
 //! relabels each episode's transitions with the run's own HER settings
-//! (`shoal_algo::sample_episode`, `samples` per transition). The `her/…`
+//! (`shoal_rl_algo::sample_episode`, `samples` per transition). The `her/…`
 //! metrics of a run are shares of batches drawn from the whole buffer, so
 //! they lag behind what the newest episodes contain; here every window of
 //! `window` episodes (default 250) is counted on its own.
 //!
-//! Beside the library's categories ([`shoal::algo::GoalOrigin`]) it splits
+//! Beside the library's categories ([`shoal_rl::algo::GoalOrigin`]) it splits
 //! the relabels of episodes in which the object moved by whether the
 //! transition comes after the gripper's last push ("rolling": from then on
 //! nothing the gripper did in that episode changed where the object went,
@@ -32,14 +32,14 @@
 use std::path::Path;
 
 use rand::RngExt;
-use shoal::algo::{
+use shoal_rl::algo::{
     Ddpg, Episode, GoalOrigin, GoalReward, HerConfig, TransitionBatch, sample_episode,
 };
-use shoal::config::{AlgoConfig, EnvConfig, RunConfig};
-use shoal::core::{Error, GoalEnv, Learner, Result, rng_from_seed};
-use shoal::env::arm::GripperShape;
-use shoal::env::arm::index::{GRIPPER_POS, OBJECT_POS};
-use shoal::eval::{CheckpointSelector, RunDir, load_checkpoint};
+use shoal_rl::config::{AlgoConfig, EnvConfig, RunConfig};
+use shoal_rl::core::{Error, GoalEnv, Learner, Result, rng_from_seed};
+use shoal_rl::env::arm::GripperShape;
+use shoal_rl::env::arm::index::{GRIPPER_POS, OBJECT_POS};
+use shoal_rl::eval::{CheckpointSelector, RunDir, load_checkpoint};
 
 /// Relabelled transitions drawn per stored transition.
 const SAMPLES: usize = 40;
@@ -207,11 +207,11 @@ const HEADER: &str = "| episodes | train success | ball moved | settled | origin
 fn reach_of(env: &EnvConfig) -> Result<Reach> {
     let (arm, object_radius, object_half_height) = match env.kind.as_str() {
         "ball-to-net" => {
-            let ball: shoal_env::BallToNetConfig = env.settings()?;
+            let ball: shoal_rl_env::BallToNetConfig = env.settings()?;
             (ball.arm, ball.ball_radius, ball.ball_radius)
         }
         "arm-push" => {
-            let push: shoal_env::ArmPushConfig = env.settings()?;
+            let push: shoal_rl_env::ArmPushConfig = env.settings()?;
             // The box's half diagonal: touching at a corner.
             let h = push.box_half_size;
             (push.arm, h * std::f32::consts::SQRT_2, h)
@@ -285,7 +285,7 @@ fn main() -> Result<()> {
     };
     let her = ddpg.her();
     let reach = reach_of(&cfg.env)?;
-    let make = || shoal::train::make_goal_env(&cfg);
+    let make = || shoal_rl::train::make_goal_env(&cfg);
     let mut learner = Ddpg::new(ddpg.clone(), make()?, make()?, cfg.seed)?;
     let ckpt = load_checkpoint(dir.path(), &CheckpointSelector::Latest, None)?;
     learner.load_state(ckpt.blob("learner")?)?;
@@ -362,8 +362,8 @@ fn main() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal::algo::EpisodeDims;
-    use shoal::env::arm::FLAT_OBS_DIM;
+    use shoal_rl::algo::EpisodeDims;
+    use shoal_rl::env::arm::FLAT_OBS_DIM;
 
     const REACH: Reach = Reach {
         horizontal: 0.055,

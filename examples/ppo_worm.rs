@@ -10,14 +10,14 @@
 //! env steps, under a minute in release mode). `shoal train worm-ppo` does
 //! the same with metrics, checkpoints and plots.
 
-use shoal::algo::{Ppo, PpoConfig};
-use shoal::core::Learner;
-use shoal::env::{Worm, WormConfig, best_travelling_wave};
+use shoal_rl::algo::{Ppo, PpoConfig};
+use shoal_rl::core::Learner;
+use shoal_rl::env::{Worm, WormConfig, best_travelling_wave};
 
-fn main() -> Result<(), shoal::core::Error> {
+fn main() -> Result<(), shoal_rl::core::Error> {
     let episodes: usize = match std::env::args().nth(1) {
         Some(arg) => arg.parse().map_err(|_| {
-            shoal::core::Error::Config(format!("episodes must be a number, got {arg:?}"))
+            shoal_rl::core::Error::Config(format!("episodes must be a number, got {arg:?}"))
         })?,
         None => 300,
     };

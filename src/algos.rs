@@ -1,9 +1,9 @@
 //! The algorithms `shoal train` runs: one table that the learner factories,
 //! the configuration checks and `shoal train --help` read. An algorithm is
-//! its module in shoal-algo, its settings in [`crate::config::AlgoConfig`]
+//! its module in shoal-rl-algo, its settings in [`crate::config::AlgoConfig`]
 //! and one entry here.
 
-use shoal_core::{Error, GradientLearner, Result, RolloutLearner};
+use shoal_rl_core::{Error, GradientLearner, Result, RolloutLearner};
 
 use crate::config::RunConfig;
 use crate::train::{make_ddpg, make_hac, make_ppo, make_reinforce};
@@ -19,7 +19,7 @@ pub type MakeRolloutLearner = fn(&RunConfig, usize) -> Result<Box<dyn RolloutLea
 pub struct AlgoEntry {
     /// Its `algo.kind` in configs.
     pub kind: &'static str,
-    /// The settings struct its `[algo]` table holds (in shoal-algo).
+    /// The settings struct its `[algo]` table holds (in shoal-rl-algo).
     pub settings_type: &'static str,
     /// One line for `--help`.
     pub about: &'static str,

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use shoal_core::{Error, Result, RolloutLearner, rng_from_seed};
-use shoal_parallel::{Backend, Communicator, launch};
+use shoal_rl_core::{Error, Result, RolloutLearner, rng_from_seed};
+use shoal_rl_parallel::{Backend, Communicator, launch};
 
 use crate::config::{EnvConfig, EnvRegistry, preset};
 use crate::train::{make_learner, make_rollout_learner};
@@ -230,10 +230,10 @@ fn worker_counts(up_to: usize) -> Vec<usize> {
 /// measurements do not share threads or sockets (more workers than cores
 /// share them: the all-reduce times then include waiting for a core).
 fn sweep(episodes: usize, up_to: usize) -> Result<()> {
-    if !(2..=shoal_parallel::MAX_WORKERS).contains(&up_to) {
+    if !(2..=shoal_rl_parallel::MAX_WORKERS).contains(&up_to) {
         return Err(Error::Config(format!(
             "--up-to must be between 2 and {}, got {up_to}",
-            shoal_parallel::MAX_WORKERS
+            shoal_rl_parallel::MAX_WORKERS
         )));
     }
     let mut backends = vec![Backend::Threads, Backend::Processes];

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use shoal_core::{Error, Result};
-use shoal_eval::RunDir;
+use shoal_rl_core::{Error, Result};
+use shoal_rl_eval::RunDir;
 
 use crate::config::{PRESETS, RunConfig, key_docs, preset};
 use crate::overrides::list_keys;
@@ -318,7 +318,7 @@ pub fn eval(run_dir: &Path, episodes: usize) -> Result<()> {
 /// after parsing names it in one line.
 ///
 /// ```
-/// use shoal::cli::parse_count;
+/// use shoal_rl::cli::parse_count;
 /// assert_eq!(parse_count("20"), Ok(20));
 /// assert_eq!(parse_count("1e3"), Ok(1000));
 /// assert_eq!(parse_count("99999999999999999999999"), Ok(usize::MAX));
@@ -358,7 +358,7 @@ pub fn plot(run_dirs: &[PathBuf], out: Option<&Path>) -> Result<()> {
         Some(out) => out.to_path_buf(),
         None => RunDir::new(&run_dirs[0]).plots(),
     };
-    for path in shoal_eval::plot_runs(run_dirs, &out)? {
+    for path in shoal_rl_eval::plot_runs(run_dirs, &out)? {
         println!("{}", path.display());
     }
     Ok(())

@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use shoal_algo::{DdpgConfig, HacConfig, PpoConfig, ReinforceConfig};
-use shoal_core::{Error, Result};
-use shoal_parallel::Backend;
+use shoal_rl_algo::{DdpgConfig, HacConfig, PpoConfig, ReinforceConfig};
+use shoal_rl_core::{Error, Result};
+use shoal_rl_parallel::Backend;
 
 use crate::overrides::apply_override_with;
 
-pub use shoal_registry::{EnvConfig, EnvRegistry};
+pub use shoal_rl_registry::{EnvConfig, EnvRegistry};
 
 /// Which algorithm to train with, with its hyperparameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,7 +39,7 @@ impl AlgoConfig {
     }
 }
 
-pub use shoal_run::TrainConfig;
+pub use shoal_rl_run::TrainConfig;
 
 /// Which strategy trains a run's workers together: one of shoal's, or one
 /// defined by a program that uses shoal as a library (its
@@ -49,11 +49,11 @@ pub use shoal_run::TrainConfig;
 pub enum StrategyKind {
     /// One learner, no parallel strategy.
     None,
-    /// Branch-and-merge pool ([`shoal_parallel::Pool`]).
+    /// Branch-and-merge pool ([`shoal_rl_parallel::Pool`]).
     Pool,
-    /// Rollout gather to rank 0 ([`shoal_parallel::RolloutGather`]).
+    /// Rollout gather to rank 0 ([`shoal_rl_parallel::RolloutGather`]).
     Gather,
-    /// Gradient averaging ([`shoal_parallel::GradientAveraging`]).
+    /// Gradient averaging ([`shoal_rl_parallel::GradientAveraging`]).
     Averaging,
     /// A strategy shoal does not define, by its name.
     #[serde(untagged)]
@@ -91,7 +91,7 @@ impl std::fmt::Display for StrategyKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ParallelConfig {
-    /// Worker count, 1 to `shoal_parallel::MAX_WORKERS`. Default 1.
+    /// Worker count, 1 to `shoal_rl_parallel::MAX_WORKERS`. Default 1.
     pub workers: usize,
     /// `threads`, `processes` or `mpi`. Default `threads`.
     pub backend: Backend,
@@ -183,10 +183,10 @@ impl ParallelConfig {
 
     /// Checks the settings a parallel run depends on.
     pub fn validate(&self) -> Result<()> {
-        if self.workers == 0 || self.workers > shoal_parallel::MAX_WORKERS {
+        if self.workers == 0 || self.workers > shoal_rl_parallel::MAX_WORKERS {
             return Err(Error::Config(format!(
                 "parallel.workers must be between 1 and {}, got {}",
-                shoal_parallel::MAX_WORKERS,
+                shoal_rl_parallel::MAX_WORKERS,
                 self.workers
             )));
         }
@@ -362,12 +362,17 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "push-ddpg-her",
         about: "arm pushes a box to a goal, DDPG + HER (OpenAI baselines' defaults)",
-        build: || goal_preset(env("arm-push", &shoal_env::ArmPushConfig::default())),
+        build: || goal_preset(env("arm-push", &shoal_rl_env::ArmPushConfig::default())),
     },
     Preset {
         name: "ball-ddpg-her",
         about: "arm strikes a ball into a net, DDPG + HER",
-        build: || goal_preset(env("ball-to-net", &shoal_env::BallToNetConfig::default())),
+        build: || {
+            goal_preset(env(
+                "ball-to-net",
+                &shoal_rl_env::BallToNetConfig::default(),
+            ))
+        },
     },
     Preset {
         name: "toy-ddpg-her",
@@ -377,7 +382,7 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "push-far-ddpg-her",
         about: "arm pushes a box 0.4-0.7 m in 200 steps (long horizon), DDPG + HER",
-        build: || goal_preset(env("arm-push", &shoal_env::ArmPushConfig::far())),
+        build: || goal_preset(env("arm-push", &shoal_rl_env::ArmPushConfig::far())),
     },
     Preset {
         name: "push-far-hac",
@@ -393,9 +398,11 @@ pub const PRESETS: &[Preset] = &[
         name: "ball-hac",
         about: "arm strikes a ball into a net, 2-level HAC + HER",
         build: || {
-            hac_preset("ball-to-net", &shoal_env::BallToNetConfig::default(), |b| {
-                &b.arm
-            })
+            hac_preset(
+                "ball-to-net",
+                &shoal_rl_env::BallToNetConfig::default(),
+                |b| &b.arm,
+            )
         },
     },
     Preset {
@@ -463,7 +470,7 @@ fn worm_reinforce() -> RunConfig {
     RunConfig {
         preset: String::new(),
         seed: 0,
-        env: env("worm", &shoal_env::WormConfig::default()),
+        env: env("worm", &shoal_rl_env::WormConfig::default()),
         envs: EnvRegistry::builtin(),
         algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
         train: TrainConfig::default(),
@@ -531,7 +538,7 @@ fn worm_pool() -> RunConfig {
 /// ahead of a single learner on 3, 5 and 7 links).
 fn longer_worm(links: usize, base: RunConfig) -> RunConfig {
     let mut cfg = RunConfig {
-        env: env("worm", &shoal_env::WormConfig::default().links(links)),
+        env: env("worm", &shoal_rl_env::WormConfig::default().links(links)),
         ..base
     };
     if let AlgoConfig::Reinforce(reinforce) = &mut cfg.algo {
@@ -547,7 +554,7 @@ fn toy_reinforce() -> RunConfig {
     RunConfig {
         preset: String::new(),
         seed: 0,
-        env: env("point-reach", &shoal_env::PointReachConfig::default()),
+        env: env("point-reach", &shoal_rl_env::PointReachConfig::default()),
         envs: EnvRegistry::builtin(),
         algo: AlgoConfig::Reinforce(ReinforceConfig {
             learning_rate: 1e-2,
@@ -582,7 +589,7 @@ fn goal_preset(env: EnvConfig) -> RunConfig {
         // success is 0.97 against 0.96 on push and 1.00 against 1.00 on the
         // ball, the rule fixed before those runs (docs/algorithms/ddpg-her.md).
         algo: AlgoConfig::Ddpg(DdpgConfig {
-            her_strategy: shoal_algo::HerStrategy::Final,
+            her_strategy: shoal_rl_algo::HerStrategy::Final,
             ..DdpgConfig::default()
         }),
         train: TrainConfig {
@@ -622,7 +629,7 @@ fn toy_ddpg_her() -> RunConfig {
             ..DdpgConfig::default()
         }),
         train: toy_goal_train(),
-        ..goal_preset(env("point-goal", &shoal_env::PointGoalConfig::default()))
+        ..goal_preset(env("point-goal", &shoal_rl_env::PointGoalConfig::default()))
     }
 }
 
@@ -633,7 +640,7 @@ fn toy_ddpg_her() -> RunConfig {
 fn hac_preset<S: serde::Serialize>(
     kind: &str,
     settings: &S,
-    arm: fn(&S) -> &shoal_env::arm::ArmConfig,
+    arm: fn(&S) -> &shoal_rl_env::arm::ArmConfig,
 ) -> RunConfig {
     // The ball's net may lie beyond the table's edge.
     let margin = if kind == "ball-to-net" { 0.3 } else { 0.0 };
@@ -661,7 +668,9 @@ fn hac_preset<S: serde::Serialize>(
 /// 6 000 episodes at the paper's 40, where batch 1 024 and 256 both ended
 /// below 0.9.
 fn push_hac() -> RunConfig {
-    let mut config = hac_preset("arm-push", &shoal_env::ArmPushConfig::default(), |p| &p.arm);
+    let mut config = hac_preset("arm-push", &shoal_rl_env::ArmPushConfig::default(), |p| {
+        &p.arm
+    });
     if let AlgoConfig::Hac(hac) = &mut config.algo {
         hac.batch_size = 256;
         hac.n_batches = 20;
@@ -675,7 +684,7 @@ fn push_hac() -> RunConfig {
 /// against 0.25 at 4 500 episodes, seeds 0–2; docs/algorithms/hac.md):
 /// 40 updates per level per episode, as there.
 fn push_far_hac() -> RunConfig {
-    let mut config = hac_preset("arm-push", &shoal_env::ArmPushConfig::far(), |p| &p.arm);
+    let mut config = hac_preset("arm-push", &shoal_rl_env::ArmPushConfig::far(), |p| &p.arm);
     if let AlgoConfig::Hac(hac) = &mut config.algo {
         hac.batch_size = 256;
     }
@@ -716,7 +725,7 @@ fn paper_train(episodes: u64) -> TrainConfig {
 /// 500 episodes stored; subgoal noise 0.03.
 fn ur5_hac(levels: usize) -> RunConfig {
     use std::f32::consts::TAU;
-    let reacher = shoal_env::Ur5ReacherConfig::default();
+    let reacher = shoal_rl_env::Ur5ReacherConfig::default();
     let angle = f64::from(reacher.angle_threshold);
     let algo = HacConfig {
         subgoal_indices: Some((0..6).collect()),
@@ -739,7 +748,7 @@ fn ur5_hac(levels: usize) -> RunConfig {
 /// stored; subgoal noise 0.1, the pendulum code's value.
 fn pendulum_hac(levels: usize) -> RunConfig {
     use std::f32::consts::PI;
-    let pendulum = shoal_env::InvertedPendulumConfig::default();
+    let pendulum = shoal_rl_env::InvertedPendulumConfig::default();
     let algo = HacConfig {
         subgoal_low: Some(vec![-PI, -15.0]),
         subgoal_high: Some(vec![PI, 15.0]),
@@ -770,7 +779,7 @@ fn push_far_hac3() -> RunConfig {
 }
 
 fn toy_hac() -> RunConfig {
-    let env = shoal_env::PointGoalConfig::default()
+    let env = shoal_rl_env::PointGoalConfig::default()
         .distance_threshold(0.1)
         .max_speed(0.2)
         .max_episode_steps(64);
@@ -1112,15 +1121,15 @@ fn one_line(e: &toml::de::Error) -> String {
 
 /// The documented fields of [`RunConfig`] and [`ParallelConfig`], from
 /// this file.
-pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
-    shoal_core::docs::struct_docs(&[include_str!("config.rs")], name)
+pub fn config_docs(name: &str) -> Option<Vec<shoal_rl_core::docs::FieldDoc>> {
+    shoal_rl_core::docs::struct_docs(&[include_str!("config.rs")], name)
 }
 
 /// Every key of `cfg` with the doc comment of its field: the top level,
 /// `env.*` from the env's registry entry, `algo.*`, `train.*` and
 /// `parallel.*`.
 pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
-    use shoal_core::docs::key_docs as keys_of;
+    use shoal_rl_core::docs::key_docs as keys_of;
     fn section(prefix: &str, keys: Vec<(String, String)>) -> Vec<(String, String)> {
         let dotted = |(key, doc)| (format!("{prefix}.{key}"), doc);
         keys.into_iter().map(dotted).collect()
@@ -1142,11 +1151,11 @@ pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
     ));
     docs.extend(section(
         "algo",
-        keys_of(&shoal_algo::config_docs, algo.settings_type),
+        keys_of(&shoal_rl_algo::config_docs, algo.settings_type),
     ));
     docs.extend(section(
         "train",
-        keys_of(&shoal_run::config_docs, "TrainConfig"),
+        keys_of(&shoal_rl_run::config_docs, "TrainConfig"),
     ));
     docs.extend(section("parallel", keys_of(&config_docs, "ParallelConfig")));
     Ok(docs)
@@ -1341,7 +1350,7 @@ mod tests {
     #[test]
     fn f32_settings_read_as_written_and_survive_the_tree() {
         let cfg = preset("worm-reinforce").unwrap();
-        let worm: shoal_env::WormConfig = cfg.env.settings().unwrap();
+        let worm: shoal_rl_env::WormConfig = cfg.env.settings().unwrap();
         assert_eq!(worm.control_dt, 0.04);
         let tree = cfg.to_table();
         assert_eq!(tree["env"]["control_dt"].to_string(), "0.04");
@@ -1358,7 +1367,7 @@ mod tests {
             ("worm7-pool", "worm-pool", 7, Some(vec![1.0, 3.0])),
         ] {
             let mut longer = preset(name).unwrap();
-            let worm: shoal_env::WormConfig = longer.env.settings().unwrap();
+            let worm: shoal_rl_env::WormConfig = longer.env.settings().unwrap();
             assert_eq!(worm.links, links, "{name}");
             longer.env = env("worm", &worm.links(3));
             let AlgoConfig::Reinforce(reinforce) = &mut longer.algo else {

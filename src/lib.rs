@@ -6,30 +6,30 @@
 //!
 //! | crate | re-exported as | job |
 //! |---|---|---|
-//! | shoal-core | [`core`] | traits: `Env`, `GoalEnv`, `Learner`, … |
-//! | shoal-env | [`env`](mod@env) | the worm, the arm tasks, toy envs |
-//! | shoal-policy | [`policy`] | burn networks, Beta policy, special functions |
-//! | shoal-algo | [`algo`] | REINFORCE, PPO, DDPG, HER, HAC |
-//! | shoal-parallel | [`parallel`] | communicators and strategies |
-//! | shoal-eval | [`eval`] | metrics, checkpoints, plots |
-//! | shoal-run | [`run`] | the training runtime: run dirs, checkpoints, resume, clean stop |
+//! | shoal-rl-core | [`core`] | traits: `Env`, `GoalEnv`, `Learner`, … |
+//! | shoal-rl-env | [`env`](mod@env) | the worm, the arm tasks, toy envs |
+//! | shoal-rl-policy | [`policy`] | burn networks, Beta policy, special functions |
+//! | shoal-rl-algo | [`algo`] | REINFORCE, PPO, DDPG, HER, HAC |
+//! | shoal-rl-parallel | [`parallel`] | communicators and strategies |
+//! | shoal-rl-eval | [`eval`] | metrics, checkpoints, plots |
+//! | shoal-rl-run | [`run`] | the training runtime: run dirs, checkpoints, resume, clean stop |
 //!
 //! ```
-//! let cfg = shoal::config::preset("worm-reinforce").unwrap();
+//! let cfg = shoal_rl::config::preset("worm-reinforce").unwrap();
 //! assert_eq!(cfg.seed, 0);
-//! assert!(shoal::config::preset("no-such-preset").is_err());
+//! assert!(shoal_rl::config::preset("no-such-preset").is_err());
 //! ```
 
-pub use shoal_algo as algo;
-pub use shoal_core as core;
-pub use shoal_env as env;
-pub use shoal_eval as eval;
-pub use shoal_parallel as parallel;
-pub use shoal_policy as policy;
-pub use shoal_registry as registry;
-pub use shoal_run as run;
+pub use shoal_rl_algo as algo;
+pub use shoal_rl_core as core;
+pub use shoal_rl_env as env;
+pub use shoal_rl_eval as eval;
+pub use shoal_rl_parallel as parallel;
+pub use shoal_rl_policy as policy;
+pub use shoal_rl_registry as registry;
+pub use shoal_rl_run as run;
 
-pub use shoal_core::allocator;
+pub use shoal_rl_core::allocator;
 pub mod algos;
 pub mod bench;
 pub mod cli;

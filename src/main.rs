@@ -3,12 +3,12 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use shoal::bench;
-use shoal::cli::{self, Cli, Command};
+use shoal_rl::bench;
+use shoal_rl::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
     // Before any thread starts; see the function's note for the numbers.
-    shoal::allocator::keep_freed_memory_for_reuse();
+    shoal_rl::allocator::keep_freed_memory_for_reuse();
     end_quietly_on_a_closed_pipe();
     let help = cli::train_help();
     let envs = format!("The env to measure: {}", bench::bench_env_names());
@@ -29,10 +29,10 @@ fn main() -> ExitCode {
             run_dir,
             episodes,
             out,
-        } => shoal::render::render(&run_dir, episodes, out.as_deref()),
-        Command::Compare { run_dirs, markdown } => shoal::render::compare(&run_dirs, markdown),
-        Command::Sweep(args) => shoal::sweep::sweep(&args),
-        Command::Scale(args) => shoal::scale::scale(&args),
+        } => shoal_rl::render::render(&run_dir, episodes, out.as_deref()),
+        Command::Compare { run_dirs, markdown } => shoal_rl::render::compare(&run_dirs, markdown),
+        Command::Sweep(args) => shoal_rl::sweep::sweep(&args),
+        Command::Scale(args) => shoal_rl::scale::scale(&args),
         Command::BenchEnv { env, steps } => bench::bench_env(&env, steps),
         Command::BenchParallel {
             backend,
@@ -47,8 +47,8 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             match e {
-                shoal::core::Error::Interrupted(_) => {
-                    ExitCode::from(shoal::run::INTERRUPTED_EXIT as u8)
+                shoal_rl::core::Error::Interrupted(_) => {
+                    ExitCode::from(shoal_rl::run::INTERRUPTED_EXIT as u8)
                 }
                 _ => ExitCode::FAILURE,
             }

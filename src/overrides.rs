@@ -5,7 +5,7 @@
 //! literal and falls back to a string, and must have the type of the value it
 //! replaces (an integer may stand for a float).
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 use toml::{Table, Value};
 
 /// Applies `key=value` (dotted key) to `tree`. A key the tree lacks — an

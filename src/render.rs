@@ -3,17 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-use shoal_algo::HacFrame;
-use shoal_core::{Env, Error, Learner, Policy, Result};
-use shoal_env::arm::ArmObs;
-use shoal_eval::{
+use shoal_rl_algo::HacFrame;
+use shoal_rl_core::{Env, Error, Learner, Policy, Result};
+use shoal_rl_env::arm::ArmObs;
+use shoal_rl_eval::{
     ArmFrameInput, ChainTask, RenderOptions, WormFrameInput, compare_runs, render_arm,
     render_chain, render_worm,
 };
 
 use crate::config::{AlgoConfig, RunConfig};
 use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
-use shoal_registry::Scene;
+use shoal_rl_registry::Scene;
 
 /// Most episodes `shoal render` draws into one GIF.
 pub const MAX_RENDER_EPISODES: usize = 100;
@@ -63,7 +63,7 @@ pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()>
         }
         (Scene::Worm(worm), _) => {
             let policy = frozen_policy(&cfg, &state)?;
-            let mut env = shoal_env::Worm::new(worm)?;
+            let mut env = shoal_rl_env::Worm::new(worm)?;
             let frames = rollout(
                 &mut env,
                 policy.as_ref(),

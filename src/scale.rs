@@ -33,13 +33,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
-use shoal_core::{Error, Result};
-use shoal_eval::{
+use shoal_rl_core::{Error, Result};
+use shoal_rl_eval::{
     RunDir, ScalingCurves, ScalingPoint, Summary, median, median_and_range, plot_scaling,
     read_metrics,
 };
-use shoal_parallel::Backend;
-use shoal_run::projection::{IterationCost, Latency, iteration_cost, project};
+use shoal_rl_parallel::Backend;
+use shoal_rl_run::projection::{IterationCost, Latency, iteration_cost, project};
 
 use crate::bench::bench_in_process;
 use crate::config::RunConfig;
@@ -338,7 +338,7 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
     let out = args.out.as_ref().unwrap_or(&args.dirs[0]);
     std::fs::create_dir_all(out)
         .map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
-    shoal_eval::atomic_write(out.join(SCALE_FILE), &json)?;
+    shoal_rl_eval::atomic_write(out.join(SCALE_FILE), &json)?;
     let curves: Vec<ScalingCurves> = by_workers
         .iter()
         .map(|(&workers, group)| ScalingCurves {
@@ -543,7 +543,7 @@ fn median_latency(rounds: &[Latency]) -> Latency {
 
 /// The printed table: medians and ranges over seeds, the speedup and the
 /// efficiency against the fewest workers' projected median.
-fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
+fn table(rows: &[ScaleRow]) -> shoal_rl_eval::ComparisonTable {
     let columns = [
         "workers",
         "reached",
@@ -612,7 +612,7 @@ fn table(rows: &[ScaleRow]) -> shoal_eval::ComparisonTable {
             ]
         })
         .collect();
-    shoal_eval::ComparisonTable {
+    shoal_rl_eval::ComparisonTable {
         columns: columns.iter().map(|c| c.to_string()).collect(),
         rows,
     }

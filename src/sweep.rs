@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use shoal_core::{Error, Result};
-use shoal_eval::{RunDir, Summary, compare_groups};
+use shoal_rl_core::{Error, Result};
+use shoal_rl_eval::{RunDir, Summary, compare_groups};
 
 use crate::config::{RunConfig, in_context};
 use crate::train::check_config;
@@ -216,10 +216,10 @@ pub fn cell_state(dir: &Path) -> CellState {
 /// checked as `shoal train` checks it: a bad key, value or combination
 /// fails the sweep at once, with nothing written.
 pub fn check(args: &SweepArgs) -> Result<Vec<Cell>> {
-    if args.jobs == 0 || args.jobs > shoal_parallel::MAX_WORKERS {
+    if args.jobs == 0 || args.jobs > shoal_rl_parallel::MAX_WORKERS {
         return Err(Error::Config(format!(
             "--jobs must be between 1 and {}, got {}",
-            shoal_parallel::MAX_WORKERS,
+            shoal_rl_parallel::MAX_WORKERS,
             args.jobs
         )));
     }
@@ -260,7 +260,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     // cell runs in a process group of its own; the sweep passes one SIGINT
     // on to each running cell, which stops at a checkpoint, and starts no
     // more. A second signal ends the sweep at once.
-    let stop = shoal_run::stop_on_signals()?;
+    let stop = shoal_rl_run::stop_on_signals()?;
     let mut stop_passed_on = false;
     let mut failed = Vec::new();
     let mut stopped = Vec::new();
@@ -291,7 +291,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
                 None => still.push((child, cell, started)),
                 Some(status) => {
                     let seconds = started.elapsed().as_secs_f64();
-                    if stop_passed_on && status.code() == Some(shoal_run::INTERRUPTED_EXIT) {
+                    if stop_passed_on && status.code() == Some(shoal_rl_run::INTERRUPTED_EXIT) {
                         eprintln!(
                             "{} seed {}: stopped at a checkpoint after {seconds:.1} s",
                             cell.setting, cell.seed

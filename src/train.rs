@@ -1,9 +1,9 @@
 //! `shoal train`: turns a [`RunConfig`] into what the runtime library
-//! ([`shoal_run`]) trains — the run's spec, the learner factory for the
+//! ([`shoal_rl_run`]) trains — the run's spec, the learner factory for the
 //! configured env and algorithm, and the configured strategy — and checks
 //! the configuration before anything touches the disk.
 //!
-//! Parallel runs go through [`shoal_parallel::launch`], which may re-run this
+//! Parallel runs go through [`shoal_rl_parallel::launch`], which may re-run this
 //! executable as worker processes (or be started by `mpirun`); the runtime
 //! keeps every side effect on rank 0.
 
@@ -11,15 +11,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
-use shoal_algo::{Ddpg, Hac, Ppo, Reinforce};
-use shoal_core::{Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner};
-use shoal_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
-use shoal_parallel::{
+use shoal_rl_algo::{Ddpg, Hac, Ppo, Reinforce};
+use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner};
+use shoal_rl_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
+use shoal_rl_parallel::{
     AveragingConfig, GatherConfig, GradientAveraging, GroupPool, Pool, PoolConfig, RolloutGather,
     Strategy,
 };
-pub use shoal_run::StrategySetup;
-use shoal_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
+pub use shoal_rl_run::StrategySetup;
+use shoal_rl_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
 
 use crate::algos::{algorithm, gather_kinds};
 use crate::config::{AlgoConfig, RunConfig, StrategyKind};
@@ -57,7 +57,7 @@ pub(crate) fn make_ddpg(
     algo.actor_lr *= lr_scale;
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
-    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
     Ddpg::new(algo, make_goal_env(cfg)?, make_goal_env(cfg)?, seed)
 }
 
@@ -74,7 +74,7 @@ pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<d
     algo.actor_lr *= lr_scale;
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
-    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
     Hac::new(algo, make_goal_env(cfg)?, make_goal_env(cfg)?, seed)
 }
 
@@ -114,7 +114,7 @@ pub(crate) fn make_reinforce(
     let mut algo = algo.clone();
     algo.learning_rate *= lr_scale;
     algo.value_learning_rate *= lr_scale;
-    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
     Reinforce::new(algo, make_env(cfg)?, make_env(cfg)?, seed)
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Pp
     };
     let mut algo = algo.clone();
     algo.learning_rate *= lr_scale;
-    let seed = shoal_parallel::worker_seed(cfg.seed, rank);
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
     let budget = match cfg.parallel.strategy {
         StrategyKind::None | StrategyKind::Gather => cfg.train.episodes,
         _ => cfg
@@ -141,7 +141,7 @@ pub(crate) fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Pp
 
 /// The evaluation seed of a run.
 pub fn eval_seed(cfg: &RunConfig) -> u64 {
-    shoal_run::eval_seed(cfg.seed)
+    shoal_rl_run::eval_seed(cfg.seed)
 }
 
 /// Settings a resume may change: the budget and schedule (`train.*`), and
@@ -190,7 +190,7 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
             })
         })
         .parallel(parallel)
-        .summary_field("matmul_kernels", shoal_policy::matmul_kernels());
+        .summary_field("matmul_kernels", shoal_rl_policy::matmul_kernels());
     let entry = cfg.envs.get(&cfg.env.kind).ok().copied();
     if let Some(reference) = entry.and_then(|e| e.reference) {
         let (settings, seed) = (cfg.env.settings.clone(), cfg.seed);
@@ -240,7 +240,7 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let (spec, options) = (run_spec(cfg), plan.options());
     match &cfg.parallel.strategy {
         StrategyKind::None => {
-            shoal_run::train(&spec, &options, || make_learner(cfg, 0, 1.0)).map(Some)
+            shoal_rl_run::train(&spec, &options, || make_learner(cfg, 0, 1.0)).map(Some)
         }
         StrategyKind::Pool => {
             let learner = |rank| {
@@ -252,15 +252,15 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
                     .selection_episodes(cfg.parallel.pool_eval_episodes)
             };
             match cfg.parallel.pool_group_size {
-                1 => shoal_run::train_parallel(&spec, &options, learner, |setup| {
+                1 => shoal_rl_run::train_parallel(&spec, &options, learner, |setup| {
                     Ok(Pool::new(pool(setup)))
                 }),
-                group => shoal_run::train_parallel(&spec, &options, learner, |setup| {
+                group => shoal_rl_run::train_parallel(&spec, &options, learner, |setup| {
                     Ok(GroupPool::new(pool(setup), group))
                 }),
             }
         }
-        StrategyKind::Gather => shoal_run::train_parallel(
+        StrategyKind::Gather => shoal_rl_run::train_parallel(
             &spec,
             &options,
             |rank| make_rollout_learner(cfg, rank),
@@ -274,7 +274,7 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
         StrategyKind::Custom(name) => Err(Error::Config(format!(
             "parallel.strategy `{name}` is not one shoal train runs (none, pool, gather, \
              averaging); a strategy defined in another program runs through that program \
-             (shoal::train::run_strategy)"
+             (shoal_rl::train::run_strategy)"
         ))),
     }
 }
@@ -282,7 +282,7 @@ pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
 /// Trains `plan` with the strategy `make_strategy` builds on every rank, on
 /// the backend and worker count of `plan.cfg.parallel`, with the learners
 /// of its preset and everything `shoal train` gives its own strategies (see
-/// [`shoal_run::train_parallel`]). `plan.cfg.parallel.strategy` must carry
+/// [`shoal_rl_run::train_parallel`]). `plan.cfg.parallel.strategy` must carry
 /// the strategy's [`Strategy::name`], so configs, records and summaries use
 /// one name. `examples/custom_strategy.rs` shows it end to end. Returns the
 /// run directory and summary on rank 0, `None` on other ranks.
@@ -293,7 +293,7 @@ where
 {
     let cfg = &plan.cfg;
     check_config(cfg)?;
-    shoal_run::train_parallel(
+    shoal_rl_run::train_parallel(
         &run_spec(cfg),
         &plan.options(),
         |rank| make_learner(cfg, rank, 1.0),
@@ -386,7 +386,7 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     }
     train.stop_grace()?;
     if train.stop_at_target
-        && shoal_run::run_target(&run_spec(cfg), None).is_none()
+        && shoal_rl_run::run_target(&run_spec(cfg), None).is_none()
         && cfg.envs.get(&cfg.env.kind)?.reference.is_none()
     {
         return bad(NO_STOP_TARGET.into());

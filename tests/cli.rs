@@ -70,7 +70,7 @@ fn tiny_training_run_writes_a_complete_run_directory() {
     let (width, height, pixels) = decode_png(&run.join("plots").join("return_vs_episode.png"));
     assert_eq!(
         (width, height),
-        (shoal::eval::PLOT_WIDTH, shoal::eval::PLOT_HEIGHT)
+        (shoal_rl::eval::PLOT_WIDTH, shoal_rl::eval::PLOT_HEIGHT)
     );
     // The run's curve is drawn in the first tab10 colour across the plot.
     let curve: Vec<u32> = (0..width * height)
@@ -447,7 +447,7 @@ fn train_help_lists_every_preset_and_values_as_written() {
     let out = shoal("train --help", &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for preset in shoal::config::PRESETS {
+    for preset in shoal_rl::config::PRESETS {
         let line = format!("  {:<16} {}", preset.name, preset.about);
         assert!(text.contains(&line), "`{line}` missing from --help");
     }
@@ -467,7 +467,7 @@ fn bench_env_help_names_every_env() {
     let out = shoal("bench-env --help", &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    let envs = shoal::config::EnvRegistry::builtin().ids();
+    let envs = shoal_rl::config::EnvRegistry::builtin().ids();
     assert!(envs.len() >= 5);
     for name in envs {
         assert!(
@@ -1029,7 +1029,7 @@ const TESTED_PRESETS: &[&str] = &[
 
 #[test]
 fn every_preset_has_an_end_to_end_test() {
-    let presets: Vec<&str> = shoal::config::PRESETS.iter().map(|p| p.name).collect();
+    let presets: Vec<&str> = shoal_rl::config::PRESETS.iter().map(|p| p.name).collect();
     assert_eq!(presets, TESTED_PRESETS);
 }
 

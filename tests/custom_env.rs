@@ -1,4 +1,4 @@
-//! An env defined outside shoal-env (`examples/custom_env.rs`, a two-link
+//! An env defined outside shoal-rl-env (`examples/custom_env.rs`, a two-link
 //! reacher) trains with DDPG + HER through the runtime library: its run
 //! directory is plotted and evaluated by `shoal`, and a resumed run equals
 //! an uninterrupted one, record for record.

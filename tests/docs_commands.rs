@@ -18,9 +18,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use shoal::cli::{Cli, Command, ConfigArgs, TrainArgs};
-use shoal::config::{PRESETS, RunConfig};
-use shoal::train::check_config;
+use shoal_rl::cli::{Cli, Command, ConfigArgs, TrainArgs};
+use shoal_rl::config::{PRESETS, RunConfig};
+use shoal_rl::train::check_config;
 
 /// The pages a user reads.
 fn pages() -> Vec<PathBuf> {
@@ -145,7 +145,7 @@ fn check_invocation(args: &[String], made: &mut Made, place: &str) {
             check_config(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
         }
         Command::Sweep(sweep) if !sweep.source.ends_with(".toml") => {
-            shoal::sweep::check(sweep).unwrap_or_else(|e| panic!("{place}: {e}"));
+            shoal_rl::sweep::check(sweep).unwrap_or_else(|e| panic!("{place}: {e}"));
         }
         _ => {}
     }

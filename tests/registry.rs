@@ -6,10 +6,10 @@
 mod common;
 
 use serde::{Deserialize, Serialize};
-use shoal::config::{EnvConfig, EnvRegistry, RunConfig, preset};
-use shoal::core::{Env, Result, Space, Step};
-use shoal::registry::{EnvEntry, FromSettings};
-use shoal::train::{Plan, run};
+use shoal_rl::config::{EnvConfig, EnvRegistry, RunConfig, preset};
+use shoal_rl::core::{Env, Result, Space, Step};
+use shoal_rl::registry::{EnvEntry, FromSettings};
+use shoal_rl::train::{Plan, run};
 
 use common::scratch;
 

@@ -1,5 +1,5 @@
 """One SB3 PPO update timed as shoal's criterion bench times its own
-(`cargo bench -p shoal-algo --bench ppo_update`): a 2 048-step rollout on
+(`cargo bench -p shoal-rl-algo --bench ppo_update`): a 2 048-step rollout on
 `shoal/Worm-v0`, 10 epochs of 32 minibatches (64 rows), 64 × 64 tanh
 policy and value networks, one torch thread. shoal's rollout is two whole
 1 000-step episodes (2 000 rows in 32 minibatches), 2 % fewer rows.

@@ -273,9 +273,9 @@ def _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log,
 
 # ------------------------------------------------------------- shoal ----
 
-def shoal_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str], log) -> None:
+def shoal_rl_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str], log) -> None:
     """`shoal train preset` in a fresh run directory; its eval records, converted."""
-    run_dir = out / f"shoal-run-{preset}-seed{seed}"
+    run_dir = out / f"shoal-rl-run-{preset}-seed{seed}"
     if run_dir.exists():
         import shutil
 
@@ -301,7 +301,7 @@ def shoal_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str]
 def worm_target(out: Path, seed: str) -> float:
     """The worm's target return for ``seed``: the best travelling-wave
     gait's return that a shoal run of that seed found, else a fallback."""
-    for summary in sorted(out.glob(f"shoal-run-worm*-seed{seed}/summary.json")):
+    for summary in sorted(out.glob(f"shoal-rl-run-worm*-seed{seed}/summary.json")):
         gait = json.loads(summary.read_text()).get("gait_return")
         if gait is not None:
             return float(gait)
@@ -446,7 +446,7 @@ def main() -> None:
                     'algo.her_strategy="future"',
                     *args.shoal_set,
                 ]
-                shoal_run(args.shoal_bin, "push-ddpg-her", seed, args.out, sets, logger(f"shoal-ddpg-her-seed{seed}"))
+                shoal_rl_run(args.shoal_bin, "push-ddpg-her", seed, args.out, sets, logger(f"shoal-ddpg-her-seed{seed}"))
         else:
             if not args.skip_sb3:
                 sb3_worm(seed, args.algo, args.env_steps, args.worm_eval_every, args.eval_episodes,
@@ -461,7 +461,7 @@ def main() -> None:
                     *args.shoal_set,
                 ]
                 runner = args.shoal_preset.removeprefix("worm-")
-                shoal_run(args.shoal_bin, args.shoal_preset, seed, args.out, sets,
+                shoal_rl_run(args.shoal_bin, args.shoal_preset, seed, args.out, sets,
                           logger(f"shoal-{runner}-seed{seed}"))
 
     report(args.out, args.task)

@@ -5,11 +5,11 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::RngExt;
-use shoal_algo::{
+use shoal_rl_algo::{
     ActorCritic, ActorCriticConfig, Episode, EpisodeDims, HerConfig, NetBatch, ReplayBuffer,
     TransitionBatch, UpdateSettings, WithinDistance, sample_batch,
 };
-use shoal_core::{Alone, rng_from_seed};
+use shoal_rl_core::{Alone, rng_from_seed};
 
 /// Network input width: a 25 + 3 + 3 arm-push observation, as an upper bound
 /// of the 25 + 3 the agent feeds (observation ‖ desired goal).

@@ -5,9 +5,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use shoal_algo::{Ppo, PpoConfig};
-use shoal_core::RolloutLearner;
-use shoal_env::{Worm, WormConfig};
+use shoal_rl_algo::{Ppo, PpoConfig};
+use shoal_rl_core::RolloutLearner;
+use shoal_rl_env::{Worm, WormConfig};
 
 fn bench_update(c: &mut Criterion) {
     let worm = || Worm::new(WormConfig::default()).unwrap();

@@ -11,8 +11,8 @@
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
-use shoal_policy::{
+use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
+use shoal_rl_policy::{
     Actor, ActorConfig, Critic, CriticConfig, Trained, flatten, rows_to_tensor, training_device,
     unflatten,
 };
@@ -33,7 +33,7 @@ pub struct ActorCriticConfig {
     /// Global gradient-norm clip of each network.
     pub max_grad_norm: Option<f64>,
     /// `H` of a critic bounded to `[−H, 0]` (the HAC authors' head; see
-    /// [`shoal_policy::CriticConfig::bound`]); absent: a linear head.
+    /// [`shoal_rl_policy::CriticConfig::bound`]); absent: a linear head.
     pub value_bound: Option<f32>,
 }
 
@@ -398,7 +398,7 @@ impl ActorCritic {
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::Alone;
+    use shoal_rl_core::Alone;
 
     use super::*;
 

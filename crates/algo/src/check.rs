@@ -3,7 +3,7 @@
 //! setting can make a learner allocate without limit; and the check DDPG
 //! and HAC share on the goal envs they are given (same task, bounded actions).
 
-use shoal_core::{Env, Error, GoalEnv, Result, Space};
+use shoal_rl_core::{Env, Error, GoalEnv, Result, Space};
 
 /// Widest hidden layer accepted (a 8192² layer with Adam's moments is ~0.8 GB).
 pub const MAX_WIDTH: usize = 8192;

@@ -38,11 +38,11 @@
 use burn::tensor::Device;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
     Result, Space, StopFlag, derive_seed, evaluate_policy_with, rng_from_seed,
 };
-use shoal_policy::{Actor, GoalNormalizer, NoiseKind};
+use shoal_rl_policy::{Actor, GoalNormalizer, NoiseKind};
 
 use crate::actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateTally};
 use crate::check;
@@ -334,9 +334,9 @@ struct Tally {
 /// A DDPG + HER agent on its own goal environment.
 ///
 /// ```no_run
-/// # fn demo<E: shoal_core::GoalEnv>(env: E, eval_env: E) -> shoal_core::Result<()> {
-/// use shoal_algo::{Ddpg, DdpgConfig};
-/// use shoal_core::Learner;
+/// # fn demo<E: shoal_rl_core::GoalEnv>(env: E, eval_env: E) -> shoal_rl_core::Result<()> {
+/// use shoal_rl_algo::{Ddpg, DdpgConfig};
+/// use shoal_rl_core::Learner;
 /// let mut agent = Ddpg::new(DdpgConfig::default(), env, eval_env, 7)?;
 /// agent.learn(100)?;
 /// let report = agent.evaluate(10, 0)?;
@@ -742,7 +742,7 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
     /// [`GoalEnv::is_success`] of the final achieved and desired goals.
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
         let policy = self.frozen_policy();
-        let success = |env: &E, step: &shoal_core::Step| match step.info.get("is_success") {
+        let success = |env: &E, step: &shoal_rl_core::Step| match step.info.get("is_success") {
             Some(flag) => flag > 0.5,
             None => {
                 let (_, achieved, desired) = env.split_obs(&step.obs);
@@ -818,8 +818,8 @@ impl<E: GoalEnv> GradientLearner for Ddpg<E> {
 
 #[cfg(test)]
 mod tests {
-    use shoal_env::PointGoal;
-    use shoal_policy::Normalizer;
+    use shoal_rl_env::PointGoal;
+    use shoal_rl_policy::Normalizer;
 
     use super::*;
     use crate::testutil::{point_goal, two_workers};
@@ -1037,7 +1037,7 @@ mod tests {
         // some episodes and fails in others.
         let wide = || {
             PointGoal::new(
-                shoal_env::PointGoalConfig::default()
+                shoal_rl_env::PointGoalConfig::default()
                     .distance_threshold(0.45)
                     .max_speed(0.2)
                     .max_episode_steps(STEPS),
@@ -1055,10 +1055,10 @@ mod tests {
         let mut env = wide();
         let (mut returns, mut lengths, mut successes) = (Vec::new(), Vec::new(), 0);
         for i in 0..16 {
-            let mut obs = shoal_core::Env::reset(&mut env, Some(9 + i));
+            let mut obs = shoal_rl_core::Env::reset(&mut env, Some(9 + i));
             let (mut ret, mut len) = (0.0, 0.0);
             loop {
-                let step = shoal_core::Env::step(&mut env, &policy.act(&obs)).unwrap();
+                let step = shoal_rl_core::Env::step(&mut env, &policy.act(&obs)).unwrap();
                 ret += step.reward as f64;
                 len += 1.0;
                 obs = step.obs;

@@ -56,7 +56,7 @@
 
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, GoalEnv, Result};
+use shoal_rl_core::{Error, GoalEnv, Result};
 
 use crate::replay::{Episode, ReplayBuffer};
 
@@ -176,7 +176,7 @@ pub trait GoalReward {
 /// subgoals in observation components, benchmarks).
 ///
 /// ```
-/// use shoal_algo::{GoalReward, WithinDistance};
+/// use shoal_rl_algo::{GoalReward, WithinDistance};
 /// let near = WithinDistance { threshold: 0.05 };
 /// assert_eq!(near.reward(&[0.0, 0.0], &[0.03, 0.03]), 0.0); // 0.042 away
 /// assert_eq!(near.reward(&[0.0, 0.0], &[0.03, 0.04]), -1.0); // 0.05: not below
@@ -206,7 +206,7 @@ impl GoalReward for WithinDistance {
 /// units, such as joint angles beside joint velocities.
 ///
 /// ```
-/// use shoal_algo::{GoalReward, WithinBox};
+/// use shoal_rl_algo::{GoalReward, WithinBox};
 /// let near = WithinBox { thresholds: vec![0.1, 2.0] };
 /// assert!(near.success(&[0.0, 0.0], &[0.1, -2.0])); // on the edge: reached
 /// assert_eq!(near.reward(&[0.0, 0.0], &[0.11, 0.0]), -1.0);
@@ -337,7 +337,7 @@ pub enum GoalOrigin {
 /// movement threshold and `goals` the env's success test.
 ///
 /// ```
-/// use shoal_algo::{Episode, EpisodeDims, GoalOrigin, GoalReward, goal_origin};
+/// use shoal_rl_algo::{Episode, EpisodeDims, GoalOrigin, GoalReward, goal_origin};
 /// struct Line;
 /// impl GoalReward for Line {
 ///     fn success(&self, a: &[f32], d: &[f32]) -> bool { (a[0] - d[0]).abs() < 0.05 }
@@ -553,7 +553,7 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
 /// `config`, with rewards from `goals`. Appends nothing if the buffer is empty.
 ///
 /// ```
-/// use shoal_algo::{Episode, EpisodeDims, GoalReward, HerConfig, ReplayBuffer, TransitionBatch, sample_batch};
+/// use shoal_rl_algo::{Episode, EpisodeDims, GoalReward, HerConfig, ReplayBuffer, TransitionBatch, sample_batch};
 /// struct Reach;
 /// impl GoalReward for Reach {
 ///     fn success(&self, a: &[f32], d: &[f32]) -> bool { (a[0] - d[0]).abs() < 0.05 }
@@ -565,7 +565,7 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
 /// let mut buffer = ReplayBuffer::new(dims, 100).unwrap();
 /// buffer.push(episode).unwrap();
 /// let mut batch = TransitionBatch::default();
-/// let mut rng = shoal_core::rng_from_seed(0);
+/// let mut rng = shoal_rl_core::rng_from_seed(0);
 /// sample_batch(&buffer, &HerConfig::default(), 64, &Reach, &mut rng, &mut batch);
 /// assert_eq!(batch.len(), 64);
 /// assert!(batch.rewards.iter().any(|r| *r == 0.0)); // hindsight successes
@@ -609,7 +609,7 @@ pub fn sample_episode<R: Rng + ?Sized, G: GoalReward + ?Sized>(
 mod tests {
     use super::*;
     use crate::replay::EpisodeDims;
-    use shoal_core::rng_from_seed;
+    use shoal_rl_core::rng_from_seed;
 
     const DIMS: EpisodeDims = EpisodeDims {
         obs: 1,

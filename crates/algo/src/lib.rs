@@ -1,4 +1,4 @@
-//! shoal-algo: the learning algorithms, one readable file each.
+//! shoal-rl-algo: the learning algorithms, one readable file each.
 //!
 //! * REINFORCE with a baseline for Beta policies ([`Reinforce`],
 //!   [`ReinforceConfig`]).
@@ -19,10 +19,10 @@
 //!   options against `future`'s weak spots on objects that never move or
 //!   have come to rest ([`HerConfig`], [`sample_batch`]).
 //!
-//! Every algorithm implements [`shoal_core::Learner`] (and, where it makes
-//! sense, [`shoal_core::GradientLearner`] / [`shoal_core::RolloutLearner`]), so
-//! the strategies of `shoal-parallel` can drive it. This crate never spawns a
-//! thread or touches a socket: parallelism lives in `shoal-parallel`.
+//! Every algorithm implements [`shoal_rl_core::Learner`] (and, where it makes
+//! sense, [`shoal_rl_core::GradientLearner`] / [`shoal_rl_core::RolloutLearner`]), so
+//! the strategies of `shoal-rl-parallel` can drive it. This crate never spawns a
+//! thread or touches a socket: parallelism lives in `shoal-rl-parallel`.
 #![deny(missing_docs)]
 
 mod actor_critic;
@@ -64,8 +64,8 @@ pub struct ReadmeDoctests;
 
 /// The documented fields of one of this crate's settings structs
 /// (`PpoConfig`, `DdpgConfig`, …), from its source.
-pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
-    shoal_core::docs::struct_docs(
+pub fn config_docs(name: &str) -> Option<Vec<shoal_rl_core::docs::FieldDoc>> {
+    shoal_rl_core::docs::struct_docs(
         &[
             include_str!("reinforce.rs"),
             include_str!("ppo.rs"),

@@ -41,11 +41,11 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Alone, Env, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, Result,
     Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed, split_parameters,
 };
-use shoal_policy::{
+use shoal_rl_policy::{
     Activation, Mlp, MlpConfig, Normalizer, Trained, beta_entropy, beta_entropy_grad,
     beta_log_prob, beta_log_prob_grad, rows_to_tensor, sample_unit, training_device,
 };
@@ -480,7 +480,7 @@ impl<E: Env> Ppo<E> {
         let act_dim = action_space.dim();
         let device = training_device();
         let net = |outputs, stream| {
-            shoal_policy::canonicalise(
+            shoal_rl_policy::canonicalise(
                 MlpConfig::new(obs_dim, config.hidden.clone(), outputs)
                     .init_with(Activation::Tanh, &device),
                 derive_seed(seed, stream),
@@ -1055,9 +1055,9 @@ crate::rollout::impl_rollout_learner!(Ppo);
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::{Error, GradientLearner, Learner, RolloutLearner};
-    use shoal_env::{PointReach, PointReachConfig};
-    use shoal_policy::{digamma, lgamma};
+    use shoal_rl_core::{Error, GradientLearner, Learner, RolloutLearner};
+    use shoal_rl_env::{PointReach, PointReachConfig};
+    use shoal_rl_policy::{digamma, lgamma};
 
     use super::*;
     use crate::testutil::{assert_all_close, mlp_f64, numeric_gradient, two_workers};

@@ -12,11 +12,11 @@
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Alone, Env, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result, Space,
     StopFlag, derive_seed, evaluate_policy, split_parameters,
 };
-use shoal_policy::{
+use shoal_rl_policy::{
     Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
     beta_entropy, beta_entropy_grad, beta_log_prob_grad, rows_to_tensor, sample_unit,
     training_device,
@@ -167,7 +167,7 @@ impl<E: Env> Reinforce<E> {
         let net = BetaPolicyConfig::new(obs_dim, act_dim)
             .with_hidden(config.hidden.clone())
             .init(derive_seed(seed, 1), &device);
-        let value_net = shoal_policy::canonicalise(
+        let value_net = shoal_rl_policy::canonicalise(
             MlpConfig::new(obs_dim, config.hidden.clone(), 1).init_with(Activation::Tanh, &device),
             derive_seed(seed, 2),
         );
@@ -391,7 +391,7 @@ impl<E: Env> Learner for Reinforce<E> {
     fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
         self.learn_with(episodes, &mut Alone, Some(stop))
     }
-    fn policy(&self) -> Option<Box<dyn shoal_core::Policy>> {
+    fn policy(&self) -> Option<Box<dyn shoal_rl_core::Policy>> {
         Some(Box::new(self.frozen_policy()))
     }
 
@@ -469,11 +469,11 @@ crate::rollout::impl_rollout_learner!(Reinforce);
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::{Error, GradientLearner, Learner, RolloutLearner};
-    use shoal_env::{PointReach, PointReachConfig};
+    use shoal_rl_core::{Error, GradientLearner, Learner, RolloutLearner};
+    use shoal_rl_env::{PointReach, PointReachConfig};
 
     use super::*;
-    use shoal_policy::digamma;
+    use shoal_rl_policy::digamma;
 
     use crate::testutil::{
         Recording, adam_first_step, assert_all_close, mlp_f64, negate, numeric_gradient,
@@ -618,8 +618,8 @@ mod tests {
                         1.0 + softplus(out[act_dim + j]),
                         x[j] as f64,
                     );
-                    let ln_b = shoal_policy::lgamma(a) + shoal_policy::lgamma(b)
-                        - shoal_policy::lgamma(a + b);
+                    let ln_b = shoal_rl_policy::lgamma(a) + shoal_rl_policy::lgamma(b)
+                        - shoal_rl_policy::lgamma(a + b);
                     let log_p = (a - 1.0) * x.ln() + (b - 1.0) * (1.0 - x).ln() - ln_b;
                     // The Beta's differential entropy, from its definition.
                     let (da, db, dab) = (digamma(a), digamma(b), digamma(a + b));

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::versioned::Format;
 
@@ -171,7 +171,7 @@ impl Episode {
     /// episode and threshold (two passes over `ag_0 … ag_T`), then cached.
     ///
     /// ```
-    /// use shoal_algo::{Episode, EpisodeDims, Motion};
+    /// use shoal_rl_algo::{Episode, EpisodeDims, Motion};
     /// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
     /// let mut episode = Episode::start(dims, &[0.0], &[0.0]);
     /// for x in [0.1, 0.2, 0.2, 0.2] {
@@ -253,7 +253,7 @@ const FORMAT: Format = Format {
 /// A FIFO store of whole episodes with a capacity in transitions.
 ///
 /// ```
-/// use shoal_algo::{Episode, EpisodeDims, ReplayBuffer};
+/// use shoal_rl_algo::{Episode, EpisodeDims, ReplayBuffer};
 /// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
 /// let mut buffer = ReplayBuffer::new(dims, 3).unwrap();
 /// for _ in 0..2 {
@@ -414,7 +414,7 @@ impl ReplayBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_core::rng_from_seed;
+    use shoal_rl_core::rng_from_seed;
 
     const DIMS: EpisodeDims = EpisodeDims {
         obs: 2,

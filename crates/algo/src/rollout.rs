@@ -4,7 +4,7 @@
 
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, LearnReport, Result, Space, StopFlag, derive_seed, rng_from_seed};
+use shoal_rl_core::{Env, Error, LearnReport, Result, Space, StopFlag, derive_seed, rng_from_seed};
 
 /// One episode as collected: enough to compute an update, and nothing more.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -165,7 +165,7 @@ pub(crate) fn learn_in_batches(
 /// and a `GradientLearner` impl whose parameters it shares.
 macro_rules! impl_rollout_learner {
     ($learner:ident) => {
-        impl<E: Env> shoal_core::RolloutLearner for $learner<E> {
+        impl<E: Env> shoal_rl_core::RolloutLearner for $learner<E> {
             fn collect(&mut self, episodes: usize) -> Result<(Vec<u8>, LearnReport)> {
                 let (rollouts, report) = $learner::collect(self, episodes)?;
                 Ok(($crate::rollout::encode(&rollouts), report))
@@ -173,7 +173,7 @@ macro_rules! impl_rollout_learner {
 
             fn update(&mut self, rollouts: &[Vec<u8>]) -> Result<LearnReport> {
                 let all = $crate::rollout::decode_gathered(rollouts, self.obs_dim, self.act_dim)?;
-                let scalars = $learner::update(self, &all, &mut shoal_core::Alone)?;
+                let scalars = $learner::update(self, &all, &mut shoal_rl_core::Alone)?;
                 Ok(LearnReport {
                     scalars,
                     ..Default::default()
@@ -181,11 +181,11 @@ macro_rules! impl_rollout_learner {
             }
 
             fn parameters(&self) -> Vec<f32> {
-                shoal_core::GradientLearner::parameters(self)
+                shoal_rl_core::GradientLearner::parameters(self)
             }
 
             fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-                shoal_core::GradientLearner::set_parameters(self, params)
+                shoal_rl_core::GradientLearner::set_parameters(self, params)
             }
         }
     };

@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Barrier, Mutex};
 
-use shoal_core::{Error, MeanReducer, Result};
-use shoal_env::{PointGoal, PointGoalConfig};
+use shoal_rl_core::{Error, MeanReducer, Result};
+use shoal_rl_env::{PointGoal, PointGoalConfig};
 
 /// Stands in for two workers on threads: each `mean` call waits for the
 /// other and averages in rank order, so both get the same bits — what the
@@ -76,7 +76,7 @@ pub(crate) fn point_goal(max_steps: usize) -> PointGoal {
 
 /// A single worker's reducer that records every message it is asked to
 /// average and hands back what `tamper(index, message)` makes of it — the
-/// identity stands in for [`shoal_core::Alone`]; a negation shows the
+/// identity stands in for [`shoal_rl_core::Alone`]; a negation shows the
 /// learner steps with the reducer's answer rather than its own copy.
 pub(crate) struct Recording {
     pub(crate) messages: Vec<Vec<f32>>,

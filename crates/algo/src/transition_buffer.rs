@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::versioned::Format;
 
@@ -158,7 +158,7 @@ impl TransitionBuffer {
 mod tests {
     use proptest::prelude::*;
     use rand::RngExt;
-    use shoal_core::rng_from_seed;
+    use shoal_rl_core::rng_from_seed;
 
     use super::*;
     use crate::testutil::check_damaged_loads;

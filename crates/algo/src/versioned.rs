@@ -10,7 +10,7 @@ use std::fmt::Debug;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// A versioned byte format: its name in errors, first bytes and version.
 pub(crate) struct Format {

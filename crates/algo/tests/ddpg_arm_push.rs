@@ -1,8 +1,8 @@
 //! DDPG + HER on the real arm-push task: a tiny-budget smoke run, resume, the static-episode HER option, and (optimised builds only) learning to push.
 
-use shoal_algo::{Ddpg, DdpgConfig, EpisodeDims, HerConfig, TransitionBatch, sample_batch};
-use shoal_core::{GradientLearner, Learner, rng_from_seed};
-use shoal_env::{ArmPush, ArmPushConfig};
+use shoal_rl_algo::{Ddpg, DdpgConfig, EpisodeDims, HerConfig, TransitionBatch, sample_batch};
+use shoal_rl_core::{GradientLearner, Learner, rng_from_seed};
+use shoal_rl_env::{ArmPush, ArmPushConfig};
 
 fn push() -> ArmPush {
     ArmPush::new(ArmPushConfig::default()).unwrap()
@@ -130,9 +130,9 @@ fn skipping_static_episodes_relabels_less_on_arm_push() {
 #[test]
 #[ignore = "minutes of training; CI runs it with --ignored"]
 fn two_averaging_workers_learn_to_push() {
-    use shoal_parallel::{CommReducer, Communicator, run_threads};
+    use shoal_rl_parallel::{CommReducer, Communicator, run_threads};
     // As the `shoal` binary does, so the test trains as `shoal train` would.
-    shoal_core::allocator::keep_freed_memory_for_reuse();
+    shoal_rl_core::allocator::keep_freed_memory_for_reuse();
     let start = std::time::Instant::now();
     let rates = run_threads(2, |comm: &dyn Communicator| {
         let config = DdpgConfig {

@@ -1,8 +1,8 @@
 //! DDPG + HER learns the sparse-reward point-goal task in seconds.
 
-use shoal_algo::{Ddpg, DdpgConfig};
-use shoal_core::Learner;
-use shoal_env::{PointGoal, PointGoalConfig};
+use shoal_rl_algo::{Ddpg, DdpgConfig};
+use shoal_rl_core::Learner;
+use shoal_rl_env::{PointGoal, PointGoalConfig};
 
 fn point() -> PointGoal {
     PointGoal::new(PointGoalConfig::default()).unwrap()

@@ -1,6 +1,6 @@
 //! Allocator settings for a training process.
 //!
-//! Here in shoal-core, not in the `shoal` binary's crate, so that every
+//! Here in shoal-rl-core, not in the `shoal` binary's crate, so that every
 //! program that trains with shoal's crates (the binary, the examples, a
 //! user's own `main`, a crate's long-running tests) can make the same call.
 

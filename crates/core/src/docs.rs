@@ -23,7 +23,7 @@ pub struct FieldDoc {
 /// them are skipped), as rustfmt writes them.
 ///
 /// ```
-/// use shoal_core::docs::struct_docs;
+/// use shoal_rl_core::docs::struct_docs;
 /// let source = "/// Settings.\npub struct Toy {\n    /// Steps per episode.\n    /// Default 20.\n    #[serde(default)]\n    pub steps: usize,\n}\n";
 /// let fields = struct_docs(&[source], "Toy").unwrap();
 /// assert_eq!((fields[0].name.as_str(), fields[0].ty.as_str()), ("steps", "usize"));
@@ -65,7 +65,7 @@ pub fn struct_docs(sources: &[&str], name: &str) -> Option<Vec<FieldDoc>> {
 /// its own fields, as a config file writes it (`arm.substeps`).
 ///
 /// ```
-/// use shoal_core::docs::{key_docs, struct_docs};
+/// use shoal_rl_core::docs::{key_docs, struct_docs};
 /// let source = "pub struct Outer {\n    /// The inner part.\n    pub inner: Inner,\n    /// A rate.\n    pub rate: f64,\n}\npub struct Inner {\n    /// Steps.\n    pub steps: usize,\n}\n";
 /// let keys = key_docs(&|name| struct_docs(&[source], name), "Outer");
 /// assert_eq!(keys, [("inner.steps".to_string(), "Steps.".to_string()), ("rate".into(), "A rate.".into())]);

@@ -125,7 +125,7 @@ impl<E: Env + ?Sized> Env for Box<E> {
 /// substituted goals.
 ///
 /// ```
-/// # use shoal_core::GoalEnv;
+/// # use shoal_rl_core::GoalEnv;
 /// fn relabelled_reward<E: GoalEnv>(env: &E, obs: &[f32], new_goal: &[f32]) -> f32 {
 ///     let (_, achieved, _) = env.split_obs(obs);
 ///     env.compute_reward(achieved, new_goal)
@@ -196,7 +196,7 @@ impl<E: GoalEnv + ?Sized> GoalEnv for Box<E> {
 ///   simulation failed).
 ///
 /// ```
-/// use shoal_core::{Env, Error, Result, Space, Step, TimeLimit};
+/// use shoal_rl_core::{Env, Error, Result, Space, Step, TimeLimit};
 ///
 /// /// Counts up forever; the limit ends its episodes after 2 steps.
 /// struct Counter { n: f32, space: Space, limit: TimeLimit }

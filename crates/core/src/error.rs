@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// Shorthand for `std::result::Result<T, shoal_core::Error>`.
+/// Shorthand for `std::result::Result<T, shoal_rl_core::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in shoal, as one line a user can act on.

@@ -2,7 +2,7 @@
 //! family that parallel strategies drive.
 //!
 //! The learner traits speak only `f32` slices and byte payloads, so a strategy
-//! in `shoal-parallel` (or in a user's own crate) can move agents between
+//! in `shoal-rl-parallel` (or in a user's own crate) can move agents between
 //! threads, processes or MPI ranks without knowing which network library or
 //! environment is inside.
 
@@ -13,7 +13,7 @@ use crate::{Env, Result, Step, StopFlag};
 /// A frozen policy: a deterministic map from observation to action.
 ///
 /// ```
-/// use shoal_core::Policy;
+/// use shoal_rl_core::Policy;
 /// struct Zero;
 /// impl Policy for Zero {
 ///     fn act(&self, obs: &[f32]) -> Vec<f32> { vec![0.0; obs.len()] }
@@ -103,7 +103,7 @@ impl EvalReport {
 /// before every optimiser step; on one worker it does nothing.
 ///
 /// ```
-/// use shoal_core::{Alone, MeanReducer};
+/// use shoal_rl_core::{Alone, MeanReducer};
 /// let mut grads = vec![1.0, 2.0];
 /// Alone.mean(&mut grads).unwrap();
 /// assert_eq!(grads, vec![1.0, 2.0]);
@@ -132,7 +132,7 @@ impl MeanReducer for Alone {
 /// a per-worker learning rate) are *not* part of the state and survive a load.
 ///
 /// ```
-/// use shoal_core::{EvalReport, LearnReport, Learner, Result};
+/// use shoal_rl_core::{EvalReport, LearnReport, Learner, Result};
 /// /// A "learner" whose skill grows by one per episode.
 /// struct Counter(u32);
 /// impl Learner for Counter {
@@ -145,7 +145,7 @@ impl MeanReducer for Alone {
 ///     }
 ///     fn save_state(&self) -> Vec<u8> { self.0.to_le_bytes().to_vec() }
 ///     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-///         self.0 = u32::from_le_bytes(bytes.try_into().map_err(|_| shoal_core::Error::Shape("4 bytes".into()))?);
+///         self.0 = u32::from_le_bytes(bytes.try_into().map_err(|_| shoal_rl_core::Error::Shape("4 bytes".into()))?);
 ///         Ok(())
 ///     }
 /// }
@@ -227,7 +227,7 @@ pub trait GradientLearner: Learner {
 /// another model).
 ///
 /// ```
-/// use shoal_core::split_parameters;
+/// use shoal_rl_core::split_parameters;
 /// let parts = split_parameters(&[1.0, 2.0, 3.0], &[1, 2], "actor and critic").unwrap();
 /// assert_eq!(parts, [&[1.0][..], &[2.0, 3.0][..]]);
 /// let err = split_parameters(&[1.0], &[1, 2], "actor and critic").unwrap_err();

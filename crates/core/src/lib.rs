@@ -1,4 +1,4 @@
-//! shoal-core: the vocabulary every other shoal crate speaks.
+//! shoal-rl-core: the vocabulary every other shoal crate speaks.
 //!
 //! This crate is the API boundary of shoal. It defines environments ([`Env`],
 //! [`GoalEnv`]), their spaces ([`Space`]) and transitions ([`Step`]), what an
@@ -12,7 +12,7 @@
 //! # Example: a complete environment
 //!
 //! ```
-//! use shoal_core::{Env, Error, Info, Space, Step};
+//! use shoal_rl_core::{Env, Error, Info, Space, Step};
 //!
 //! /// Move a point toward zero; the episode never terminates on its own.
 //! struct Point { x: f32, space: Space }

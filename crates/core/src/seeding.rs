@@ -7,8 +7,8 @@ use rand::rngs::StdRng;
 ///
 /// ```
 /// use rand::RngExt;
-/// let a: f64 = shoal_core::rng_from_seed(3).random();
-/// let b: f64 = shoal_core::rng_from_seed(3).random();
+/// let a: f64 = shoal_rl_core::rng_from_seed(3).random();
+/// let b: f64 = shoal_rl_core::rng_from_seed(3).random();
 /// assert_eq!(a, b);
 /// ```
 pub fn rng_from_seed(seed: u64) -> StdRng {
@@ -21,12 +21,12 @@ pub fn rng_from_seed(seed: u64) -> StdRng {
 ///
 /// ```
 /// use rand::RngExt;
-/// let mut rng = shoal_core::rng_from_seed(1);
-/// shoal_core::reseed(&mut rng, Some(3));
+/// let mut rng = shoal_rl_core::rng_from_seed(1);
+/// shoal_rl_core::reseed(&mut rng, Some(3));
 /// let first: f64 = rng.random();
-/// shoal_core::reseed(&mut rng, None);
+/// shoal_rl_core::reseed(&mut rng, None);
 /// let second: f64 = rng.random();
-/// assert_eq!(first, shoal_core::rng_from_seed(3).random::<f64>());
+/// assert_eq!(first, shoal_rl_core::rng_from_seed(3).random::<f64>());
 /// assert_ne!(first, second);
 /// ```
 pub fn reseed(rng: &mut StdRng, seed: Option<u64>) {
@@ -40,7 +40,7 @@ pub fn reseed(rng: &mut StdRng, seed: Option<u64>) {
 /// (SplitMix64 finaliser), so neighbouring seeds give unrelated streams.
 ///
 /// ```
-/// use shoal_core::derive_seed;
+/// use shoal_rl_core::derive_seed;
 /// assert_ne!(derive_seed(1, 0), derive_seed(1, 1));
 /// assert_eq!(derive_seed(1, 2), derive_seed(1, 2));
 /// ```

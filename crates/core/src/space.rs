@@ -11,7 +11,7 @@ use crate::{Error, Result};
 /// Bounds may be infinite (observations usually are).
 ///
 /// ```
-/// use shoal_core::Space;
+/// use shoal_rl_core::Space;
 /// let space = Space::uniform(2, -1.0, 1.0);
 /// assert_eq!(space.dim(), 2);
 /// assert_eq!(space.validate(&[2.0, 0.0], true).unwrap().as_ref(), &[1.0, 0.0]);

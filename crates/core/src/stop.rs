@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// were handed one finish the episode or iteration they are in, then stop.
 ///
 /// ```
-/// use shoal_core::StopFlag;
+/// use shoal_rl_core::StopFlag;
 ///
 /// let flag = StopFlag::new();
 /// let seen_by_the_loop = flag.clone();

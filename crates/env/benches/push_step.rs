@@ -9,8 +9,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::RngExt;
-use shoal_core::{Env, rng_from_seed};
-use shoal_env::{
+use shoal_rl_core::{Env, rng_from_seed};
+use shoal_rl_env::{
     ArmPush, ArmPushConfig, BallToNet, BallToNetConfig, scripted_push_action,
     scripted_strike_action,
 };

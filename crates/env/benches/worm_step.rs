@@ -9,8 +9,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use shoal_core::{Env, Space, rng_from_seed};
-use shoal_env::{Worm, WormConfig, travelling_wave};
+use shoal_rl_core::{Env, Space, rng_from_seed};
+use shoal_rl_env::{Worm, WormConfig, travelling_wave};
 
 const STEPS_PER_ITERATION: u64 = 1_000;
 

@@ -1,13 +1,13 @@
 //! Prints the worm's reference numbers: the best travelling-wave gait, a random policy's return, and env steps/s.
 //!
 //! ```text
-//! cargo run --release -p shoal-env --example worm_reference [-- LINKS]
+//! cargo run --release -p shoal-rl-env --example worm_reference [-- LINKS]
 //! ```
 
 use std::time::Instant;
 
-use shoal_core::{Env, rng_from_seed};
-use shoal_env::{Worm, WormConfig, best_travelling_wave};
+use shoal_rl_core::{Env, rng_from_seed};
+use shoal_rl_env::{Worm, WormConfig, best_travelling_wave};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let links = match std::env::args().nth(1) {

@@ -36,7 +36,7 @@
 //! # Rewards
 //!
 //! Sparse: `0` when the ball centre is closer than `distance_threshold` to
-//! the goal, `−1` otherwise; [`shoal_core::GoalEnv::compute_reward`] is the
+//! the goal, `−1` otherwise; [`shoal_rl_core::GoalEnv::compute_reward`] is the
 //! same pure function of the two goals. `info` holds `"is_success"` and
 //! `"distance"` (m).
 //!
@@ -94,8 +94,8 @@
 //! # Example
 //!
 //! ```
-//! use shoal_core::Env;
-//! use shoal_env::{BallToNet, BallToNetConfig, scripted_strike_action};
+//! use shoal_rl_core::Env;
+//! use shoal_rl_env::{BallToNet, BallToNetConfig, scripted_strike_action};
 //!
 //! let config = BallToNetConfig::default();
 //! let mut env = BallToNet::new(config.clone()).unwrap();
@@ -113,7 +113,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::arm::{
     ArmConfig, ArmCore, ArmObs, ArmScene, GripperShape, Layout, LineUp, ObjectShape,
@@ -126,7 +126,7 @@ const WALL_HALF_THICKNESS: f32 = 0.01;
 /// Settings of [`BallToNet`] (see the module docs for the table of defaults).
 ///
 /// ```
-/// use shoal_env::BallToNetConfig;
+/// use shoal_rl_env::BallToNetConfig;
 /// let config = BallToNetConfig::default().net_distance([0.25, 0.3]);
 /// assert!(config.validate().is_ok());
 /// assert!(BallToNetConfig::default().net_half_width(0.01).validate().is_err());
@@ -432,7 +432,7 @@ const STRIKE_GAIN: f32 = 2.5;
 mod tests {
     use super::*;
     use crate::arm::testutil::{self, random_policy, rollout, solved};
-    use shoal_core::{Env, GoalEnv};
+    use shoal_rl_core::{Env, GoalEnv};
 
     testutil::arm_task_contract_tests!(BallToNet, BallToNetConfig, scripted_strike_action);
 

@@ -6,11 +6,11 @@
 //! of every environment:
 //!
 //! ```
-//! use shoal_env::{PointReach, PointReachConfig, check_env};
+//! use shoal_rl_env::{PointReach, PointReachConfig, check_env};
 //! check_env(|| PointReach::new(PointReachConfig::default()).unwrap()).unwrap();
 //! ```
 
-use shoal_core::{Env, Error, GoalEnv, Space, Step, rng_from_seed};
+use shoal_rl_core::{Env, Error, GoalEnv, Space, Step, rng_from_seed};
 
 /// Longest episode the checker plays before it gives up waiting for the end.
 const MAX_EPISODE_STEPS: usize = 100_000;
@@ -340,7 +340,7 @@ fn check_bad_actions<E: Env>(make: &impl Fn() -> E) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::{Info, Result};
+    use shoal_rl_core::{Info, Result};
 
     use super::*;
 

@@ -1,4 +1,4 @@
-//! shoal-env: the environments shoal trains on, with Gymnasium's semantics.
+//! shoal-rl-env: the environments shoal trains on, with Gymnasium's semantics.
 //!
 //! * [`Worm`] (`worm`): a planar N-link swimmer in a viscous fluid on
 //!   rapier3d, the continuous-control task of the REINFORCE experiments, with
@@ -15,8 +15,8 @@
 //! * [`check_env`] and [`check_goal_env`]: a reusable contract checker
 //!   (seeding, bounds, bad actions, episode ends) every env here passes.
 //!
-//! Every env implements [`shoal_core::Env`] (goal tasks also
-//! [`shoal_core::GoalEnv`]): `reset(Some(seed))` gives a bit-identical
+//! Every env implements [`shoal_rl_core::Env`] (goal tasks also
+//! [`shoal_rl_core::GoalEnv`]): `reset(Some(seed))` gives a bit-identical
 //! episode for the same actions, bad actions are typed errors, and each env's
 //! module docs follow Gymnasium's layout (Description, Action Space,
 //! Observation Space, Rewards, Starting State, Episode End, Arguments,
@@ -25,8 +25,8 @@
 //! # Example
 //!
 //! ```
-//! use shoal_core::Env;
-//! use shoal_env::{Worm, WormConfig, check_env, travelling_wave};
+//! use shoal_rl_core::Env;
+//! use shoal_rl_env::{Worm, WormConfig, check_env, travelling_wave};
 //!
 //! let config = WormConfig::default().max_episode_steps(200);
 //! let mut worm = Worm::new(config.clone()).unwrap();
@@ -91,8 +91,8 @@ pub use worm::{
 
 /// The documented fields of one of this crate's settings structs
 /// (`WormConfig`, `ArmConfig`, …), from its source.
-pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
-    shoal_core::docs::struct_docs(
+pub fn config_docs(name: &str) -> Option<Vec<shoal_rl_core::docs::FieldDoc>> {
+    shoal_rl_core::docs::struct_docs(
         &[
             include_str!("worm.rs"),
             include_str!("push.rs"),

@@ -1,7 +1,7 @@
 //! Upper bounds on every count in an env config, so that no setting can
 //! make an env (or the learner storing its episodes) grow without limit.
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// Longest episode accepted (`max_episode_steps`): learners keep whole
 /// episodes in memory.

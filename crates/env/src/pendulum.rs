@@ -37,8 +37,8 @@
 //! * v1: first version.
 //!
 //! ```
-//! use shoal_core::{Env, GoalEnv};
-//! use shoal_env::{InvertedPendulum, InvertedPendulumConfig};
+//! use shoal_rl_core::{Env, GoalEnv};
+//! use shoal_rl_env::{InvertedPendulum, InvertedPendulumConfig};
 //!
 //! let mut env = InvertedPendulum::new(InvertedPendulumConfig::default()).unwrap();
 //! let obs = env.reset(Some(0));
@@ -52,7 +52,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::Vector;
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed,
 };
 

@@ -52,7 +52,7 @@
 //! # Rewards
 //!
 //! Sparse: `0` when the box centre is closer than `distance_threshold`
-//! (0.05 m) to the goal, `−1` otherwise. [`shoal_core::GoalEnv::compute_reward`]
+//! (0.05 m) to the goal, `−1` otherwise. [`shoal_rl_core::GoalEnv::compute_reward`]
 //! computes the same from any pair of goals (pure, so hindsight replay can
 //! relabel). `info` holds `"is_success"` (1.0 / 0.0) and `"distance"` (m).
 //!
@@ -124,8 +124,8 @@
 //! # Example
 //!
 //! ```
-//! use shoal_core::{Env, GoalEnv};
-//! use shoal_env::{ArmPush, ArmPushConfig, scripted_push_action};
+//! use shoal_rl_core::{Env, GoalEnv};
+//! use shoal_rl_env::{ArmPush, ArmPushConfig, scripted_push_action};
 //!
 //! let config = ArmPushConfig::default();
 //! let mut env = ArmPush::new(config.clone()).unwrap();
@@ -144,7 +144,7 @@
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::arm::{
     ArmConfig, ArmCore, ArmObs, ArmScene, Layout, LineUp, ObjectShape, arm_builder_methods,
@@ -154,7 +154,7 @@ use crate::arm::{
 /// Settings of [`ArmPush`] (see the module docs for the table of defaults).
 ///
 /// ```
-/// use shoal_env::ArmPushConfig;
+/// use shoal_rl_env::ArmPushConfig;
 /// let config = ArmPushConfig::default().terminate_on_success(false).box_friction(0.8);
 /// assert!(!config.arm.terminate_on_success);
 /// ```
@@ -222,7 +222,7 @@ impl ArmPushConfig {
     /// where the default task needs 5–15.
     ///
     /// ```
-    /// use shoal_env::ArmPushConfig;
+    /// use shoal_rl_env::ArmPushConfig;
     /// let far = ArmPushConfig::far();
     /// assert_eq!(far.arm.max_episode_steps, 200);
     /// assert!(far.validate().is_ok());
@@ -384,7 +384,7 @@ pub fn scripted_push_action(obs: &[f32], config: &ArmPushConfig) -> [f32; 4] {
 mod tests {
     use super::*;
     use crate::arm::testutil::{self, random_policy, rollout, solved};
-    use shoal_core::{Env, GoalEnv};
+    use shoal_rl_core::{Env, GoalEnv};
 
     testutil::arm_task_contract_tests!(ArmPush, ArmPushConfig, scripted_push_action);
 

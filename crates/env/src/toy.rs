@@ -53,8 +53,8 @@
 //! * v1: first version of both.
 //!
 //! ```
-//! use shoal_core::{Env, GoalEnv};
-//! use shoal_env::{PointGoal, PointGoalConfig};
+//! use shoal_rl_core::{Env, GoalEnv};
+//! use shoal_rl_env::{PointGoal, PointGoalConfig};
 //!
 //! let mut env = PointGoal::new(PointGoalConfig::default()).unwrap();
 //! let obs = env.reset(Some(0));
@@ -66,7 +66,7 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed,
 };
 
@@ -93,7 +93,7 @@ fn distance(a: &[f32], b: &[f32]) -> f32 {
 /// Settings of [`PointReach`].
 ///
 /// ```
-/// use shoal_env::PointReachConfig;
+/// use shoal_rl_env::PointReachConfig;
 /// assert!(PointReachConfig::default().dim(2).validate().is_ok());
 /// assert!(PointReachConfig::default().dim(0).validate().is_err());
 /// ```
@@ -219,7 +219,7 @@ impl Env for PointReach {
 /// Settings of [`PointGoal`].
 ///
 /// ```
-/// use shoal_env::PointGoalConfig;
+/// use shoal_rl_env::PointGoalConfig;
 /// let config = PointGoalConfig::default().terminate_on_success(false);
 /// assert!(config.validate().is_ok());
 /// assert!(config.inertia(1.0).validate().is_err());

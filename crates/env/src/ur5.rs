@@ -61,8 +61,8 @@
 //!   Python `shoal/UR5Reacher-v0`.
 //!
 //! ```
-//! use shoal_core::{Env, GoalEnv};
-//! use shoal_env::{Ur5Reacher, Ur5ReacherConfig, scripted_reach_action};
+//! use shoal_rl_core::{Env, GoalEnv};
+//! use shoal_rl_env::{Ur5Reacher, Ur5ReacherConfig, scripted_reach_action};
 //!
 //! let config = Ur5ReacherConfig::default();
 //! let mut env = Ur5Reacher::new(config.clone()).unwrap();
@@ -85,7 +85,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::Vector;
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Env, Error, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed,
 };
 

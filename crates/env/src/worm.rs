@@ -96,7 +96,7 @@
 //! # Reference numbers
 //!
 //! Measured in release mode with the defaults (3 links), seed 0; rerun them
-//! with `cargo run --release -p shoal-env --example worm_reference`:
+//! with `cargo run --release -p shoal-rl-env --example worm_reference`:
 //!
 //! * best travelling wave ([`best_travelling_wave`]): amplitude 1.0,
 //!   ω = 9.5 rad/s, phase −1.6 rad; return ≈ 776 over 1000 steps, mean speed
@@ -112,8 +112,8 @@
 //! # Example
 //!
 //! ```
-//! use shoal_core::Env;
-//! use shoal_env::{Worm, WormConfig, travelling_wave};
+//! use shoal_rl_core::Env;
+//! use shoal_rl_env::{Worm, WormConfig, travelling_wave};
 //!
 //! let config = WormConfig::default();
 //! let mut worm = Worm::new(config.clone()).unwrap();
@@ -129,7 +129,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Env, Error, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
+use shoal_rl_core::{Env, Error, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
 
 use crate::chain::wrap_angle;
 use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
@@ -137,7 +137,7 @@ use crate::limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count
 /// Settings of [`Worm`]; see the table in the module docs.
 ///
 /// ```
-/// use shoal_env::WormConfig;
+/// use shoal_rl_env::WormConfig;
 /// let config = WormConfig::default().links(5).max_episode_steps(500);
 /// assert!(config.validate().is_ok());
 /// assert!(WormConfig::default().links(1).validate().is_err());
@@ -706,7 +706,7 @@ impl Env for Worm {
 /// forward.
 ///
 /// ```
-/// let a = shoal_env::travelling_wave(0.0, 0.5, 3.0, 1.0, 2);
+/// let a = shoal_rl_env::travelling_wave(0.0, 0.5, 3.0, 1.0, 2);
 /// assert_eq!(a.len(), 2);
 /// assert_eq!(a[0], 0.0);
 /// assert!((a[1] - 0.5 * 1f32.sin()).abs() < 1e-6);
@@ -775,7 +775,7 @@ pub fn run_gait(
 /// rollouts: around a second in release mode for the default worm.
 ///
 /// ```no_run
-/// use shoal_env::{WormConfig, best_travelling_wave};
+/// use shoal_rl_env::{WormConfig, best_travelling_wave};
 /// let gait = best_travelling_wave(&WormConfig::default(), 0);
 /// println!("{:.2} m/s with omega = {} rad/s, phase = {} rad", gait.speed, gait.omega, gait.phase);
 /// ```

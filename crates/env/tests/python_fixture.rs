@@ -4,7 +4,7 @@
 //! committed fixture still says exactly that, so the fixture cannot drift
 //! from the envs: a change to an env's dynamics fails here first. After a
 //! deliberate change, rewrite it with
-//! `SHOAL_WRITE_FIXTURE=1 cargo test -p shoal-env --test python_fixture`.
+//! `SHOAL_WRITE_FIXTURE=1 cargo test -p shoal-rl-env --test python_fixture`.
 //!
 //! Floats are stored as their bit patterns (`f32::to_bits`, `f64::to_bits`
 //! for `info` values) so that no decimal round trip can hide a difference.
@@ -13,8 +13,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use rand::RngExt;
-use shoal_core::{Env, rng_from_seed};
-use shoal_env::{
+use shoal_rl_core::{Env, rng_from_seed};
+use shoal_rl_env::{
     ArmPush, ArmPushConfig, BallToNet, BallToNetConfig, Worm, WormConfig, scripted_push_action,
     scripted_strike_action, travelling_wave,
 };
@@ -156,7 +156,7 @@ fn python_fixture_matches_the_envs() {
     assert!(
         committed == expected,
         "{} no longer matches the envs; if the change is deliberate, rewrite it with \
-         SHOAL_WRITE_FIXTURE=1 cargo test -p shoal-env --test python_fixture",
+         SHOAL_WRITE_FIXTURE=1 cargo test -p shoal-rl-env --test python_fixture",
         path.display()
     );
 }

@@ -1,12 +1,12 @@
 //! Renders a synthetic worm swim and an arm push (with HAC subgoals) to GIF
 //! and PNG, printing file sizes and timings:
-//! `cargo run -p shoal-eval --example render_tour [out_dir]`.
+//! `cargo run -p shoal-rl-eval --example render_tour [out_dir]`.
 
 use std::time::Instant;
 
-use shoal_eval::{ArmFrameInput, ArmLayout, WormFrameInput, render_arm, render_worm};
+use shoal_rl_eval::{ArmFrameInput, ArmLayout, WormFrameInput, render_arm, render_worm};
 
-fn main() -> shoal_core::Result<()> {
+fn main() -> shoal_rl_core::Result<()> {
     let out = std::env::args()
         .nth(1)
         .map(std::path::PathBuf::from)

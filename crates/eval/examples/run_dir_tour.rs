@@ -1,12 +1,12 @@
 //! A tour of a run directory with synthetic data: config, metrics, checkpoints, summary, plots.
 //!
-//! `cargo run -p shoal-eval --example run_dir_tour -- [OUT_DIR]` writes three seeds of a fake
+//! `cargo run -p shoal-rl-eval --example run_dir_tour -- [OUT_DIR]` writes three seeds of a fake
 //! "worm-reinforce" run and one hierarchical "push-hac" run under OUT_DIR (default
 //! `target/run_dir_tour`), then plots each run alone and all of them overlaid.
 
 use std::path::{Path, PathBuf};
 
-use shoal_eval::{
+use shoal_rl_eval::{
     CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Summary, load_latest,
     plot_runs,
 };
@@ -25,7 +25,7 @@ fn fake_run(
     preset: &str,
     seed: u64,
     episodes: u64,
-) -> shoal_core::Result<PathBuf> {
+) -> shoal_rl_core::Result<PathBuf> {
     let run = RunDir::new(root.join(name));
     let _ = std::fs::remove_dir_all(run.path());
     run.create()?;
@@ -98,7 +98,7 @@ fn fake_run(
     Ok(run.path().to_path_buf())
 }
 
-fn main() -> shoal_core::Result<()> {
+fn main() -> shoal_rl_core::Result<()> {
     let root = std::env::args()
         .nth(1)
         .map_or_else(|| PathBuf::from("target/run_dir_tour"), PathBuf::from);

@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use plotters::style::{FontStyle, register_font};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// Registers DejaVu Sans as plotters' "sans-serif" family, once per process.
 pub(crate) fn register_embedded_font() -> Result<()> {

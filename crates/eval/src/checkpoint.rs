@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::fsio::{atomic_write, create_dir_all, read_bytes, sync_dir};
 use crate::run_dir::CHECKPOINTS_DIR;
@@ -95,7 +95,7 @@ pub struct CheckpointMeta {
 /// Builds and commits one checkpoint.
 ///
 /// ```
-/// use shoal_eval::{CheckpointWriter, Progress, load_latest};
+/// use shoal_rl_eval::{CheckpointWriter, Progress, load_latest};
 /// let run = std::env::temp_dir().join(format!("shoal-doc-ckpt-{}", std::process::id()));
 /// let progress = Progress { episodes: 40, env_steps: 2000, wall_s: 9.5, iteration: 4, seed: 7 };
 /// CheckpointWriter::new(&run, "seed = 7\n", progress)
@@ -368,7 +368,7 @@ impl CheckpointSelector {
     /// `latest`, a number (`3`), a folder name (`ckpt-000003`) or a path.
     ///
     /// ```
-    /// use shoal_eval::CheckpointSelector as S;
+    /// use shoal_rl_eval::CheckpointSelector as S;
     /// assert_eq!(S::parse("latest"), S::Latest);
     /// assert_eq!(S::parse("3"), S::Number(3));
     /// assert_eq!(S::parse("ckpt-000003"), S::Number(3));

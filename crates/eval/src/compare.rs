@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::Value;
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::fsio::read_text;
 use crate::run_dir::{CONFIG_FILE, SUMMARY_FILE};
@@ -47,8 +47,8 @@ pub struct ComparisonTable {
 /// malformed `config.toml` only leaves preset, seed and workers blank.
 ///
 /// ```
-/// use shoal_eval::{RunDir, Summary, compare_runs};
-/// # fn main() -> shoal_core::Result<()> {
+/// use shoal_rl_eval::{RunDir, Summary, compare_runs};
+/// # fn main() -> shoal_rl_core::Result<()> {
 /// let root = std::env::temp_dir().join(format!("shoal-doc-compare-{}", std::process::id()));
 /// for (name, seed, ret) in [("a", 1, 100.0), ("b", 2, 120.0)] {
 ///     let run = RunDir::new(root.join(name));
@@ -180,8 +180,8 @@ const GROUP_METRICS: [&str; 7] = [
 /// finished rather than an error, so a half-done sweep can be compared.
 ///
 /// ```
-/// use shoal_eval::{Summary, compare_groups};
-/// # fn main() -> shoal_core::Result<()> {
+/// use shoal_rl_eval::{Summary, compare_groups};
+/// # fn main() -> shoal_rl_core::Result<()> {
 /// let root = std::env::temp_dir().join(format!("shoal-doc-groups-{}", std::process::id()));
 /// for (seed, ret) in [(0, 90.0), (1, 100.0), (2, 130.0)] {
 ///     std::fs::create_dir_all(root.join(format!("seed-{seed}"))).unwrap();
@@ -253,9 +253,9 @@ pub fn compare_groups<P: AsRef<Path>>(groups: &[(String, Vec<P>)]) -> Result<Com
 /// an even count); `None` when nothing is left.
 ///
 /// ```
-/// assert_eq!(shoal_eval::median(&[3.0, 1.0, f64::NAN, 2.0]), Some(2.0));
-/// assert_eq!(shoal_eval::median(&[4.0, 1.0]), Some(2.5));
-/// assert_eq!(shoal_eval::median(&[]), None);
+/// assert_eq!(shoal_rl_eval::median(&[3.0, 1.0, f64::NAN, 2.0]), Some(2.0));
+/// assert_eq!(shoal_rl_eval::median(&[4.0, 1.0]), Some(2.5));
+/// assert_eq!(shoal_rl_eval::median(&[]), None);
 /// ```
 pub fn median(values: &[f64]) -> Option<f64> {
     let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
@@ -272,7 +272,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 /// tables print it; `-` when empty.
 ///
 /// ```
-/// assert_eq!(shoal_eval::median_and_range(&[0.5, 0.25, 1.0]), "0.500 [0.250, 1.000]");
+/// assert_eq!(shoal_rl_eval::median_and_range(&[0.5, 0.25, 1.0]), "0.500 [0.250, 1.000]");
 /// ```
 pub fn median_and_range(values: &[f64]) -> String {
     let Some(middle) = median(values) else {

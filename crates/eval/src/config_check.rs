@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 use toml::{Table, Value};
 
 /// Compares two TOML configurations key by key (recursively, in sorted key
@@ -14,7 +14,7 @@ use toml::{Table, Value};
 /// it. Integers and floats compare by value, so `1` equals `1.0`.
 ///
 /// ```
-/// use shoal_eval::check_config_matches;
+/// use shoal_rl_eval::check_config_matches;
 /// let saved = "seed = 1\n[algo]\nhidden = 64\nlr = 0.001\n";
 /// let now = "seed = 1\n[algo]\nhidden = 128\nlr = 0.001\n";
 /// let err = check_config_matches(saved, now, &[]).unwrap_err();

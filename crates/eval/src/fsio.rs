@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// Distinguishes temp files of concurrent writers within one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -22,7 +22,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// let dir = std::env::temp_dir().join(format!("shoal-doc-atomic-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
 /// let path = dir.join("note.txt");
-/// shoal_eval::atomic_write(&path, b"hello").unwrap();
+/// shoal_rl_eval::atomic_write(&path, b"hello").unwrap();
 /// assert_eq!(std::fs::read(&path).unwrap(), b"hello");
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
@@ -115,7 +115,7 @@ pub(crate) mod testutil {
         pub fn new(label: &str) -> Self {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let path = std::env::temp_dir().join(format!(
-                "shoal-eval-test-{}-{label}-{n}",
+                "shoal-rl-eval-test-{}-{label}-{n}",
                 std::process::id()
             ));
             let _ = std::fs::remove_dir_all(&path);

@@ -1,4 +1,4 @@
-//! shoal-eval: the files of a training run — metrics log, summary,
+//! shoal-rl-eval: the files of a training run — metrics log, summary,
 //! checkpoints and learning-curve plots.
 //!
 //! A run directory ([`RunDir`]) holds:
@@ -28,7 +28,7 @@
 //! half-written: whole files go through [`atomic_write`] (temp file, fsync,
 //! rename), the metrics log is append-only with one write per line, and a
 //! checkpoint is complete before `latest` points at it. Loading verifies
-//! lengths and CRC-32s, and bad input is a [`shoal_core::Error`] naming the
+//! lengths and CRC-32s, and bad input is a [`shoal_rl_core::Error`] naming the
 //! file (`Error::File { path, reason }`), never a panic.
 //!
 //! The crate knows nothing of burn or rapier3d: learner and replay states
@@ -37,12 +37,12 @@
 //! # Example: a run, a crash, a resume
 //!
 //! ```
-//! use shoal_eval::{
+//! use shoal_rl_eval::{
 //!     CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Summary,
 //!     check_config_matches, load_latest, plot_runs, read_metrics,
 //! };
 //!
-//! # fn main() -> shoal_core::Result<()> {
+//! # fn main() -> shoal_rl_core::Result<()> {
 //! let run = RunDir::new(std::env::temp_dir().join(format!("shoal-doc-crate-{}", std::process::id())));
 //! # let _ = std::fs::remove_dir_all(run.path());
 //! let config = "preset = \"worm-reinforce\"\nseed = 3\n[algo]\nhidden = 64\n";
@@ -85,7 +85,7 @@
 //! # }
 //! ```
 //!
-//! `cargo run -p shoal-eval --example run_dir_tour` writes a few synthetic
+//! `cargo run -p shoal-rl-eval --example run_dir_tour` writes a few synthetic
 //! runs (three seeds of one preset, one hierarchical agent) and their plots.
 
 #![deny(missing_docs)]

@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// File name of the lock file in a run directory.
 pub const LOCK_FILE: &str = "run.lock";
@@ -22,7 +22,7 @@ pub const LOCK_FILE: &str = "run.lock";
 /// process ends).
 ///
 /// ```
-/// use shoal_eval::RunLock;
+/// use shoal_rl_eval::RunLock;
 /// let dir = std::env::temp_dir().join(format!("shoal-doc-lock-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
 /// let held = RunLock::acquire(&dir).unwrap();

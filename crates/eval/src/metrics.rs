@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::fsio::{atomic_write, create_dir_all, read_bytes};
 use crate::run_dir::METRICS_FILE;
@@ -60,7 +60,7 @@ impl RecordKind {
 /// first and the rest in insertion order.
 ///
 /// ```
-/// use shoal_eval::{Record, RecordKind};
+/// use shoal_rl_eval::{Record, RecordKind};
 /// let record = Record::new(RecordKind::Episode, 12, 12_000, 3.5)
 ///     .scalar("charts/episodic_return", 41.0)
 ///     .field("worker", 2);
@@ -131,7 +131,7 @@ impl Serialize for Record {
 /// Append-only writer of `<run>/metrics.jsonl`.
 ///
 /// ```
-/// use shoal_eval::{MetricsLog, Record, RecordKind, read_metrics};
+/// use shoal_rl_eval::{MetricsLog, Record, RecordKind, read_metrics};
 /// let run = std::env::temp_dir().join(format!("shoal-doc-metrics-{}", std::process::id()));
 /// let mut log = MetricsLog::open(&run).unwrap();
 /// log.write(&Record::new(RecordKind::Episode, 1, 1000, 0.2).scalar("charts/episodic_return", -3.0))

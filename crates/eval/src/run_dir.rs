@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use shoal_core::Result;
+use shoal_rl_core::Result;
 
 use crate::fsio::{atomic_write, create_dir_all, read_text};
 use crate::lock::{LOCK_FILE, RunLock};
@@ -34,7 +34,7 @@ pub const PLOTS_DIR: &str = "plots";
 /// with clones of the `RunDir` and ends when the last one is dropped.
 ///
 /// ```
-/// use shoal_eval::RunDir;
+/// use shoal_rl_eval::RunDir;
 /// let run = RunDir::new("runs/worm-1");
 /// assert!(run.metrics().ends_with("metrics.jsonl"));
 /// assert!(run.checkpoints().ends_with("checkpoints"));

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::fsio::{atomic_write, read_bytes};
 use crate::run_dir::SUMMARY_FILE;
@@ -15,7 +15,7 @@ use crate::run_dir::SUMMARY_FILE;
 /// `speed_ratio`, …) go in `extra` and appear as top-level keys.
 ///
 /// ```
-/// use shoal_eval::Summary;
+/// use shoal_rl_eval::Summary;
 /// let summary = Summary { episodes: 200, env_steps: 200_000, wall_s: 61.5, ..Default::default() }
 ///     .eval(10, 150.2, None)
 ///     .extra("speed_ratio", 0.82);
@@ -129,7 +129,7 @@ impl Target {
     ///
     /// ```
     /// use serde_json::json;
-    /// use shoal_eval::Target;
+    /// use shoal_rl_eval::Target;
     /// let records = vec![
     ///     json!({"kind": "eval", "episode": 100, "env_steps": 5000, "wall_s": 2.0, "eval/success_rate": 0.5}),
     ///     json!({"kind": "eval", "episode": 200, "env_steps": 9000, "wall_s": 4.5,

@@ -13,8 +13,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use shoal_core::Result;
-use shoal_parallel::{Backend, Communicator, is_worker_process, launch};
+use shoal_rl_core::Result;
+use shoal_rl_parallel::{Backend, Communicator, is_worker_process, launch};
 
 const RANKS: usize = 2;
 const VALUES: usize = 100_000;

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::Criterion;
-use shoal_parallel::{Communicator, TimedComm, run_threads};
+use shoal_rl_parallel::{Communicator, TimedComm, run_threads};
 
 fn main() {
     run_threads(1, |comm: &dyn Communicator| {

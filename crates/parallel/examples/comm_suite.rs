@@ -4,9 +4,9 @@
 //! backend is tested:
 //!
 //! ```text
-//! cargo build -p shoal-parallel --features mpi --example comm_suite
+//! cargo build -p shoal-rl-parallel --features mpi --example comm_suite
 //! mpirun -n 2 --oversubscribe --allow-run-as-root target/debug/examples/comm_suite mpi 2
-//! cargo run -p shoal-parallel --example comm_suite -- processes 3
+//! cargo run -p shoal-rl-parallel --example comm_suite -- processes 3
 //! ```
 //!
 //! Prints one line per check on rank 0 and exits non-zero if any fails.
@@ -15,9 +15,9 @@
 //! learner fail during the pool: the run must end with an error (under
 //! `mpirun`, rank R aborts the job) and a non-zero exit, never a hang.
 
-use shoal_core::{Error, Result};
-use shoal_parallel::testing::{Quadratic, check_communicator};
-use shoal_parallel::{
+use shoal_rl_core::{Error, Result};
+use shoal_rl_parallel::testing::{Quadratic, check_communicator};
+use shoal_rl_parallel::{
     AveragingConfig, Backend, Communicator, Control, GatherConfig, GradientAveraging, GroupPool,
     IterationRecord, Pool, PoolConfig, RolloutGather, Schedule, Strategy, launch, run_threads,
 };

@@ -1,7 +1,7 @@
 //! The [`Communicator`] trait every backend implements, and [`CommReducer`], the
 //! [`MeanReducer`] that averages over a communicator.
 
-use shoal_core::{Error, MeanReducer, Result};
+use shoal_rl_core::{Error, MeanReducer, Result};
 
 /// Collective operations over a fixed group of workers ("ranks" `0..size`).
 ///
@@ -18,7 +18,7 @@ use shoal_core::{Error, MeanReducer, Result};
 /// backends agree bit for bit.
 ///
 /// ```
-/// use shoal_parallel::{Communicator, run_threads};
+/// use shoal_rl_parallel::{Communicator, run_threads};
 /// let sums = run_threads(3, |comm: &dyn Communicator| {
 ///     let mut x = vec![comm.rank() as f32, 1.0];
 ///     comm.all_reduce_sum(&mut x)?;
@@ -59,8 +59,8 @@ pub trait Communicator {
 /// through it stay bit-identical.
 ///
 /// ```
-/// use shoal_core::MeanReducer;
-/// use shoal_parallel::{CommReducer, Communicator, run_threads};
+/// use shoal_rl_core::MeanReducer;
+/// use shoal_rl_parallel::{CommReducer, Communicator, run_threads};
 /// let means = run_threads(2, |comm: &dyn Communicator| {
 ///     let mut grad = vec![comm.rank() as f32 * 2.0];
 ///     CommReducer::new(comm).mean(&mut grad)?;

@@ -2,7 +2,7 @@
 //! for strategies whose groups run the same collectives in step (a pool
 //! whose candidates are gradient-averaging groups).
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::comm::{
     Communicator, bytes_into_f32s, check_root, comm_error, f32s_to_bytes, pack_payloads,
@@ -29,7 +29,7 @@ use crate::comm::{
 /// a broadcast of every payload), so they carry every group's payload too.
 ///
 /// ```
-/// use shoal_parallel::{Communicator, GroupComm, run_threads};
+/// use shoal_rl_parallel::{Communicator, GroupComm, run_threads};
 /// let sums = run_threads(4, |comm: &dyn Communicator| {
 ///     let group = GroupComm::new(comm, 2)?;
 ///     let mut x = vec![comm.rank() as f32];

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::comm::{Communicator, check_workers};
 use crate::process::{ProcessConfig, launch_processes};
@@ -16,7 +16,7 @@ use crate::threads::run_threads;
 /// Parsed from `threads`, `processes` or `mpi` (case-insensitive):
 ///
 /// ```
-/// use shoal_parallel::Backend;
+/// use shoal_rl_parallel::Backend;
 /// assert_eq!("processes".parse::<Backend>().unwrap(), Backend::Processes);
 /// let err = "gpu".parse::<Backend>().unwrap_err().to_string();
 /// assert!(err.contains("threads, processes, mpi"), "{err}");
@@ -117,9 +117,9 @@ impl FromStr for Backend {
 /// `comm.is_root()`, or after `launch` returns `Some`):
 ///
 /// ```no_run
-/// use shoal_parallel::{Backend, Communicator, launch};
+/// use shoal_rl_parallel::{Backend, Communicator, launch};
 ///
-/// fn main() -> Result<(), shoal_core::Error> {
+/// fn main() -> Result<(), shoal_rl_core::Error> {
 ///     let backend: Backend = std::env::args().nth(1).unwrap_or("threads".into()).parse()?;
 ///     let outcome = launch(backend, 2, |comm: &dyn Communicator| {
 ///         let mut x = [comm.rank() as f32];

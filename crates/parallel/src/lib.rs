@@ -1,4 +1,4 @@
-//! shoal-parallel: train one agent with many workers — on threads, processes
+//! shoal-rl-parallel: train one agent with many workers — on threads, processes
 //! or MPI ranks — through strategies written against small traits.
 //!
 //! Two traits carry everything:
@@ -14,14 +14,14 @@
 //!   checks any implementation. [`GroupComm`] makes blocks of consecutive
 //!   ranks communicators of their own, for groups that run in step.
 //! * [`Strategy`]: how learners cooperate, written only against the learner
-//!   traits of shoal-core. Three are built in:
-//!   - [`Pool`] (branch-and-merge) for any [`Learner`](shoal_core::Learner):
+//!   traits of shoal-rl-core. Three are built in:
+//!   - [`Pool`] (branch-and-merge) for any [`Learner`](shoal_rl_core::Learner):
 //!     every worker improves a copy of the best agent, the candidates are
 //!     evaluated frozen, the best is promoted ([`GroupPool`]: each candidate
 //!     a group of workers that average their gradients);
-//!   - [`RolloutGather`] for a [`RolloutLearner`](shoal_core::RolloutLearner):
+//!   - [`RolloutGather`] for a [`RolloutLearner`](shoal_rl_core::RolloutLearner):
 //!     workers collect, rank 0 updates and broadcasts weights;
-//!   - [`GradientAveraging`] for a [`GradientLearner`](shoal_core::GradientLearner):
+//!   - [`GradientAveraging`] for a [`GradientLearner`](shoal_rl_core::GradientLearner):
 //!     gradients are averaged through a [`CommReducer`] so all workers stay
 //!     bit-identical.
 //!
@@ -30,14 +30,14 @@
 //! (for checkpoints); the callback can stop the run with [`Control::Stop`].
 //! Runs resume from a [`Resume`] (counters and, optionally, a state).
 //!
-//! This crate depends only on shoal-core (and serde/postcard, and `mpi` when
+//! This crate depends only on shoal-rl-core (and serde/postcard, and `mpi` when
 //! enabled): it knows nothing about networks or environments.
 //!
 //! # Example: a pool on two threads
 //!
 //! ```
-//! use shoal_core::{Error, EvalReport, LearnReport, Learner, Result};
-//! use shoal_parallel::{
+//! use shoal_rl_core::{Error, EvalReport, LearnReport, Learner, Result};
+//! use shoal_rl_parallel::{
 //!     Communicator, Control, IterationRecord, Pool, PoolConfig, Schedule, Strategy, run_threads,
 //!     worker_seed,
 //! };
@@ -124,7 +124,7 @@
 //!    `launch` act only on `Some(result)`.
 //!
 //! ```no_run
-//! use shoal_parallel::{Backend, Communicator, launch};
+//! use shoal_rl_parallel::{Backend, Communicator, launch};
 //!
 //! fn main() {
 //!     // e.g. `trainer --workers 2 --backend processes`

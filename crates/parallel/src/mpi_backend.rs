@@ -29,7 +29,7 @@ use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator as _, CommunicatorCollectives, Root};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::comm::{Communicator, add_into, check_root, comm_error};
 

@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use shoal_core::Result;
+use shoal_rl_core::Result;
 
 use crate::comm::Communicator;
 
@@ -43,7 +43,7 @@ pub struct WorkerProfile {
 /// records compare by what they computed, not by how long it took.
 ///
 /// ```
-/// use shoal_parallel::Measured;
+/// use shoal_rl_parallel::Measured;
 /// assert_eq!(Measured(1.5), Measured(2.0));
 /// assert_eq!(Measured(1.5).0, 1.5);
 /// ```

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shoal_core::Result;
+use shoal_rl_core::Result;
 
 pub use crate::testing::Quadratic;
 use crate::{Communicator, ProcessConfig, run_processes};
 
-/// The `--exact` name of a test from its full path (`shoal_parallel::a::tests::b`).
+/// The `--exact` name of a test from its full path (`shoal_rl_parallel::a::tests::b`).
 pub fn exact_name(full_path: &str) -> &str {
     full_path
         .split_once("::")

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::collective::{Contribution, Outcome, combine};
 use crate::comm::{Communicator, check_root, check_workers, comm_error};
@@ -23,7 +23,7 @@ use crate::comm::{Communicator, check_root, check_workers, comm_error};
 /// `workers == 0` is an [`Error::Config`].
 ///
 /// ```
-/// use shoal_parallel::{Communicator, run_threads};
+/// use shoal_rl_parallel::{Communicator, run_threads};
 /// let ranks = run_threads(2, |comm: &dyn Communicator| Ok(comm.rank())).unwrap();
 /// assert_eq!(ranks, vec![0, 1]);
 /// assert!(run_threads(0, |_comm: &dyn Communicator| Ok(())).is_err());

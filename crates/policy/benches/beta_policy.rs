@@ -5,7 +5,7 @@ use std::hint::black_box;
 
 use burn::module::Module;
 use criterion::{Criterion, criterion_group, criterion_main};
-use shoal_policy::{BetaPolicyConfig, Trained, rows_to_tensor, training_device};
+use shoal_rl_policy::{BetaPolicyConfig, Trained, rows_to_tensor, training_device};
 
 fn bench_beta_policy(c: &mut Criterion) {
     let device = training_device();

@@ -2,7 +2,7 @@
 //!
 //! The actor knows nothing of the environment's bounds: its output is the
 //! symmetric unit box, and the caller maps it onto the action space with
-//! [`shoal_core::Space::from_symmetric`]. Keeping actions in `[-1, 1]` inside
+//! [`shoal_rl_core::Space::from_symmetric`]. Keeping actions in `[-1, 1]` inside
 //! the agent is what makes the action L2 penalty and the exploration noise
 //! scale-free (OpenAI baselines divides by `max_u` for the same reason).
 
@@ -15,7 +15,7 @@ use crate::{Activation, Mlp, MlpConfig, rows_to_tensor};
 /// Shape of an [`Actor`].
 ///
 /// ```
-/// use shoal_policy::{ActorConfig, default_device};
+/// use shoal_rl_policy::{ActorConfig, default_device};
 /// let device = default_device();
 /// let actor = ActorConfig::new(5, 2).with_hidden(vec![16, 16]).init(3, &device);
 /// let action = actor.act(&[0.1, 0.2, 0.3, 0.4, 0.5], &device);

@@ -11,7 +11,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor, activation};
 use rand::Rng;
 use rand_distr::{Beta, Distribution};
-use shoal_core::{Policy, Space};
+use shoal_rl_core::{Policy, Space};
 
 use crate::{Activation, Mlp, MlpConfig, rows_to_tensor};
 
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn samples_follow_the_beta_distribution_and_stay_inside_the_clamp() {
-        let mut rng = shoal_core::rng_from_seed(11);
+        let mut rng = shoal_rl_core::rng_from_seed(11);
         let draws: Vec<f64> = (0..20_000)
             .map(|_| sample_unit(&[2.0], &[5.0], &mut rng)[0] as f64)
             .collect();

@@ -18,7 +18,7 @@ use crate::{Activation, Mlp, MlpConfig, rows_to_tensor};
 /// Shape of a [`Critic`].
 ///
 /// ```
-/// use shoal_policy::{CriticConfig, default_device};
+/// use shoal_rl_policy::{CriticConfig, default_device};
 /// let device = default_device();
 /// let critic = CriticConfig::new(5, 2).with_hidden(vec![16]).init(3, &device);
 /// let q = critic.q_values(&[0.0; 10], &[0.5; 4], &device);

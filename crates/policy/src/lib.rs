@@ -1,4 +1,4 @@
-//! shoal-policy: the neural networks shoal agents are made of, on burn 0.22.
+//! shoal-rl-policy: the neural networks shoal agents are made of, on burn 0.22.
 //!
 //! * [`BetaPolicyNet`]: a Beta-distribution policy for bounded actions, with
 //!   sampling ([`sample_unit`]), the mean action ([`mean_unit`]) and a frozen
@@ -19,7 +19,7 @@
 //! training wraps it with autodiff ([`training_device`]).
 //!
 //! ```
-//! use shoal_policy::{BetaPolicyConfig, mean_unit, training_device};
+//! use shoal_rl_policy::{BetaPolicyConfig, mean_unit, training_device};
 //! let device = training_device();
 //! let net = BetaPolicyConfig::new(3, 2).init(7, &device);
 //! let (alpha, beta) = net.distribution(&[0.1, -0.2, 0.3], &device);
@@ -27,7 +27,7 @@
 //! assert!(action.iter().all(|a| *a > 0.0 && *a < 1.0));
 //! // Same seed, same network.
 //! let again = BetaPolicyConfig::new(3, 2).init(7, &device);
-//! assert_eq!(shoal_policy::flatten(&net), shoal_policy::flatten(&again));
+//! assert_eq!(shoal_rl_policy::flatten(&net), shoal_rl_policy::flatten(&again));
 //! ```
 #![deny(missing_docs)]
 

@@ -6,7 +6,7 @@
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result, rng_from_seed};
+use shoal_rl_core::{Error, Result, rng_from_seed};
 
 /// A source of additive exploration noise.
 pub trait ActionNoise {
@@ -51,7 +51,7 @@ fn check_scale(name: &str, value: f32) -> Result<()> {
 /// Independent Gaussian noise `N(0, std²)` per component and step.
 ///
 /// ```
-/// use shoal_policy::{ActionNoise, GaussianNoise};
+/// use shoal_rl_policy::{ActionNoise, GaussianNoise};
 /// let mut a = GaussianNoise::new(3, 0.2, 7).unwrap();
 /// let mut b = GaussianNoise::new(3, 0.2, 7).unwrap();
 /// assert_eq!(a.sample(), b.sample());

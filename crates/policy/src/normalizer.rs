@@ -22,17 +22,17 @@
 //! bit-identical statistics. Averaging instead of summing scales sums and
 //! count alike (by 1 / world size), so mean and standard deviation equal
 //! those of the pooled data; baselines synchronises the same way. On one
-//! worker ([`shoal_core::Alone`]) the same code runs, so single-worker and
+//! worker ([`shoal_rl_core::Alone`]) the same code runs, so single-worker and
 //! parallel runs execute the same arithmetic.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, MeanReducer, Result};
+use shoal_rl_core::{Error, MeanReducer, Result};
 
 /// Running statistics of a feature vector and the clipped standardisation they define.
 ///
 /// ```
-/// use shoal_core::Alone;
-/// use shoal_policy::Normalizer;
+/// use shoal_rl_core::Alone;
+/// use shoal_rl_policy::Normalizer;
 /// let mut norm = Normalizer::new(1);
 /// norm.update(&[1.0, 3.0]).unwrap();
 /// norm.sync(&mut Alone).unwrap();
@@ -284,8 +284,8 @@ impl Normalizer {
 /// they are counted or normalised.
 ///
 /// ```
-/// use shoal_core::Alone;
-/// use shoal_policy::GoalNormalizer;
+/// use shoal_rl_core::Alone;
+/// use shoal_rl_policy::GoalNormalizer;
 ///
 /// let mut norms = GoalNormalizer::new(2, 1, 5.0, 0.01);
 /// norms.update_clamped(&[1.0, 2.0, 3.0, 4.0], &[0.5, 1.5], 200.0).unwrap();
@@ -369,7 +369,7 @@ impl GoalNormalizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_core::Alone;
+    use shoal_rl_core::Alone;
 
     /// A reducer standing in for two workers, the other of which sent `other`.
     struct TwoWorkers(Vec<f32>);

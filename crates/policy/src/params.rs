@@ -8,7 +8,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use rand::RngExt;
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// All float parameters of `module`, concatenated in visiting order.
 pub fn flatten<M: Module>(module: &M) -> Vec<f32> {
@@ -85,7 +85,7 @@ pub fn canonicalise<M: Module>(module: M, seed: u64) -> M {
     module.map(&mut Canon {
         next_id: 0,
         fan_in: 1,
-        rng: shoal_core::rng_from_seed(seed),
+        rng: shoal_rl_core::rng_from_seed(seed),
     })
 }
 

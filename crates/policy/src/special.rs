@@ -22,7 +22,7 @@ const LANCZOS: [f64; 9] = [
 ///
 /// ```
 /// let ln_sqrt_pi = std::f64::consts::PI.sqrt().ln();
-/// assert!((shoal_policy::lgamma(0.5) - ln_sqrt_pi).abs() < 1e-12);
+/// assert!((shoal_rl_policy::lgamma(0.5) - ln_sqrt_pi).abs() < 1e-12);
 /// ```
 pub fn lgamma(x: f64) -> f64 {
     if x < 0.5 {
@@ -42,7 +42,7 @@ pub fn lgamma(x: f64) -> f64 {
 ///
 /// ```
 /// const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
-/// assert!((shoal_policy::digamma(1.0) + EULER_GAMMA).abs() < 1e-12);
+/// assert!((shoal_rl_policy::digamma(1.0) + EULER_GAMMA).abs() < 1e-12);
 /// ```
 pub fn digamma(mut x: f64) -> f64 {
     if x <= 0.0 && x == x.floor() {
@@ -89,7 +89,7 @@ pub fn ln_beta(alpha: f64, beta: f64) -> f64 {
 ///
 /// ```
 /// // Beta(2, 2) has density 6x(1−x): at 0.5 that is 1.5.
-/// assert!((shoal_policy::beta_log_prob(0.5, 2.0, 2.0) - 1.5f64.ln()).abs() < 1e-12);
+/// assert!((shoal_rl_policy::beta_log_prob(0.5, 2.0, 2.0) - 1.5f64.ln()).abs() < 1e-12);
 /// ```
 pub fn beta_log_prob(x: f64, alpha: f64, beta: f64) -> f64 {
     (alpha - 1.0) * x.ln() + (beta - 1.0) * (1.0 - x).ln() - ln_beta(alpha, beta)

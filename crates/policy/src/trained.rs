@@ -10,7 +10,7 @@ use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::Bytes;
 use burn::tensor::Gradients;
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::{flatten, flatten_grads, grads_from_flat, unflatten};
 

@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shoal_core::{Env, Error, GoalEnv, Step};
+use shoal_rl_core::{Env, Error, GoalEnv, Step};
 
 use crate::config::{override_config, to_json, to_py};
 use crate::render::Recording;
@@ -46,9 +46,9 @@ trait Task: Env + Send + Sync + Sized + 'static {
     /// Name used in error messages.
     const TASK: &'static str;
     /// The env for validated settings.
-    fn build(config: Self::Config) -> shoal_core::Result<Self>;
+    fn build(config: Self::Config) -> shoal_rl_core::Result<Self>;
     /// Checks settings, naming the first problem.
-    fn validate(config: &Self::Config) -> shoal_core::Result<()>;
+    fn validate(config: &Self::Config) -> shoal_rl_core::Result<()>;
     /// An empty recording for `render`.
     fn recording(config: &Self::Config) -> Recording;
     /// Adds the state after a reset or step to `recording`.
@@ -57,13 +57,13 @@ trait Task: Env + Send + Sync + Sized + 'static {
     fn obs_to_py<'py>(py: Python<'py>, obs: Vec<f32>) -> PyResult<Bound<'py, PyAny>>;
 }
 
-impl Task for shoal_env::Worm {
-    type Config = shoal_env::WormConfig;
+impl Task for shoal_rl_env::Worm {
+    type Config = shoal_rl_env::WormConfig;
     const TASK: &'static str = "worm";
-    fn build(config: Self::Config) -> shoal_core::Result<Self> {
-        shoal_env::Worm::new(config)
+    fn build(config: Self::Config) -> shoal_rl_core::Result<Self> {
+        shoal_rl_env::Worm::new(config)
     }
-    fn validate(config: &Self::Config) -> shoal_core::Result<()> {
+    fn validate(config: &Self::Config) -> shoal_rl_core::Result<()> {
         config.validate()
     }
     fn recording(_: &Self::Config) -> Recording {
@@ -106,10 +106,10 @@ macro_rules! goal_task {
         impl Task for $env {
             type Config = $config;
             const TASK: &'static str = $name;
-            fn build(config: Self::Config) -> shoal_core::Result<Self> {
+            fn build(config: Self::Config) -> shoal_rl_core::Result<Self> {
                 <$env>::new(config)
             }
-            fn validate(config: &Self::Config) -> shoal_core::Result<()> {
+            fn validate(config: &Self::Config) -> shoal_rl_core::Result<()> {
                 config.validate()
             }
             fn recording(config: &Self::Config) -> Recording {
@@ -126,32 +126,32 @@ macro_rules! goal_task {
 }
 
 goal_task!(
-    shoal_env::ArmPush,
-    shoal_env::ArmPushConfig,
+    shoal_rl_env::ArmPush,
+    shoal_rl_env::ArmPushConfig,
     "arm push",
-    shoal_env::arm::GOAL_DIM,
+    shoal_rl_env::arm::GOAL_DIM,
     arm,
     push_arm
 );
 goal_task!(
-    shoal_env::BallToNet,
-    shoal_env::BallToNetConfig,
+    shoal_rl_env::BallToNet,
+    shoal_rl_env::BallToNetConfig,
     "ball to net",
-    shoal_env::arm::GOAL_DIM,
+    shoal_rl_env::arm::GOAL_DIM,
     arm,
     push_arm
 );
 goal_task!(
-    shoal_env::Ur5Reacher,
-    shoal_env::Ur5ReacherConfig,
+    shoal_rl_env::Ur5Reacher,
+    shoal_rl_env::Ur5ReacherConfig,
     "ur5 reacher",
     3,
     chain,
     push_chain
 );
 goal_task!(
-    shoal_env::InvertedPendulum,
-    shoal_env::InvertedPendulumConfig,
+    shoal_rl_env::InvertedPendulum,
+    shoal_rl_env::InvertedPendulumConfig,
     "pendulum",
     2,
     chain,
@@ -437,41 +437,41 @@ macro_rules! goal_env_class {
     };
 }
 
-config_class!(WormConfig, "WormConfig", shoal_env::Worm);
-config_class!(ArmPushConfig, "ArmPushConfig", shoal_env::ArmPush);
-config_class!(BallToNetConfig, "BallToNetConfig", shoal_env::BallToNet);
-config_class!(Ur5ReacherConfig, "UR5ReacherConfig", shoal_env::Ur5Reacher);
+config_class!(WormConfig, "WormConfig", shoal_rl_env::Worm);
+config_class!(ArmPushConfig, "ArmPushConfig", shoal_rl_env::ArmPush);
+config_class!(BallToNetConfig, "BallToNetConfig", shoal_rl_env::BallToNet);
+config_class!(Ur5ReacherConfig, "UR5ReacherConfig", shoal_rl_env::Ur5Reacher);
 config_class!(
     PendulumConfig,
     "PendulumConfig",
-    shoal_env::InvertedPendulum
+    shoal_rl_env::InvertedPendulum
 );
 
-env_class!(Worm, "Worm", shoal_env::Worm, WormConfig, {
+env_class!(Worm, "Worm", shoal_rl_env::Worm, WormConfig, {
     /// x-coordinate of the worm's centre of mass, m (0 at the start of an episode).
     #[getter]
     fn x_position(&self) -> PyResult<f32> {
         Ok(self.inner.env()?.x_position())
     }
 });
-goal_env_class!(ArmPush, "ArmPush", shoal_env::ArmPush, ArmPushConfig);
+goal_env_class!(ArmPush, "ArmPush", shoal_rl_env::ArmPush, ArmPushConfig);
 goal_env_class!(
     BallToNet,
     "BallToNet",
-    shoal_env::BallToNet,
+    shoal_rl_env::BallToNet,
     BallToNetConfig
 );
 
 goal_env_class!(
     Ur5Reacher,
     "UR5Reacher",
-    shoal_env::Ur5Reacher,
+    shoal_rl_env::Ur5Reacher,
     Ur5ReacherConfig
 );
 goal_env_class!(
     Pendulum,
     "Pendulum",
-    shoal_env::InvertedPendulum,
+    shoal_rl_env::InvertedPendulum,
     PendulumConfig
 );
 
@@ -480,7 +480,7 @@ goal_env_class!(
 /// CLI and the docs use.
 #[pyfunction]
 fn registered_envs() -> Vec<(&'static str, &'static str)> {
-    shoal_registry::EnvRegistry::builtin()
+    shoal_rl_registry::EnvRegistry::builtin()
         .entries()
         .iter()
         .filter_map(|entry| Some((entry.python_id?, entry.id)))

@@ -1,12 +1,12 @@
-//! `render_mode="rgb_array"`: the current state drawn by shoal-eval's renderer as RGB pixels.
+//! `render_mode="rgb_array"`: the current state drawn by shoal-rl-eval's renderer as RGB pixels.
 //!
 //! An env that renders records one frame input per reset and step (the
 //! trails need the episode so far) and, when asked for a picture, has
-//! shoal-eval draw the scene's last frame in memory.
+//! shoal-rl-eval draw the scene's last frame in memory.
 
-use shoal_core::{Error, Result};
-use shoal_env::arm::ArmObs;
-use shoal_eval::{
+use shoal_rl_core::{Error, Result};
+use shoal_rl_env::arm::ArmObs;
+use shoal_rl_eval::{
     ArmFrameInput, ArmLayout, ChainFrameInput, ChainTask, RenderOptions, WormFrameInput, arm_scene,
     chain_scene, draw_frame, worm_scene,
 };

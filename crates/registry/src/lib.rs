@@ -1,4 +1,4 @@
-//! shoal-registry: the one table of shoal's environments.
+//! shoal-rl-registry: the one table of shoal's environments.
 //!
 //! Every env has one entry ([`EnvEntry`]): its id (the `env.kind` of a
 //! config, the name `shoal bench-env` and the docs use), its Gymnasium id in
@@ -14,11 +14,11 @@
 //! with [`EnvRegistry::with`]; nothing is registered globally.
 //!
 //! ```
-//! use shoal_core::Env;
-//! use shoal_registry::{EnvConfig, EnvRegistry};
+//! use shoal_rl_core::Env;
+//! use shoal_rl_registry::{EnvConfig, EnvRegistry};
 //!
 //! let envs = EnvRegistry::builtin();
-//! let worm = EnvConfig::new("worm", &shoal_env::WormConfig::default().links(5)).unwrap();
+//! let worm = EnvConfig::new("worm", &shoal_rl_env::WormConfig::default().links(5)).unwrap();
 //! let env = envs.make_env(&worm).unwrap();
 //! assert_eq!(env.action_space().dim(), 4);
 //! assert_eq!(envs.get("arm-push").unwrap().python_id, Some("shoal/ArmPush-v0"));
@@ -32,9 +32,9 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shoal_core::docs::FieldDoc;
-use shoal_core::{Env, Error, GoalEnv, Result};
-use shoal_eval::{ArmLayout, ChainTask, Reference};
+use shoal_rl_core::docs::FieldDoc;
+use shoal_rl_core::{Env, Error, GoalEnv, Result};
+use shoal_rl_eval::{ArmLayout, ChainTask, Reference};
 
 /// An env that can be built from settings: what an entry needs of it.
 pub trait FromSettings: Sized + 'static {
@@ -59,20 +59,20 @@ macro_rules! from_settings {
                 <$env>::new(settings)
             }
             fn settings_docs(type_name: &str) -> Option<Vec<FieldDoc>> {
-                shoal_env::config_docs(type_name)
+                shoal_rl_env::config_docs(type_name)
             }
         }
     )*};
 }
 
 from_settings!(
-    shoal_env::Worm => shoal_env::WormConfig,
-    shoal_env::PointReach => shoal_env::PointReachConfig,
-    shoal_env::ArmPush => shoal_env::ArmPushConfig,
-    shoal_env::BallToNet => shoal_env::BallToNetConfig,
-    shoal_env::PointGoal => shoal_env::PointGoalConfig,
-    shoal_env::Ur5Reacher => shoal_env::Ur5ReacherConfig,
-    shoal_env::InvertedPendulum => shoal_env::InvertedPendulumConfig,
+    shoal_rl_env::Worm => shoal_rl_env::WormConfig,
+    shoal_rl_env::PointReach => shoal_rl_env::PointReachConfig,
+    shoal_rl_env::ArmPush => shoal_rl_env::ArmPushConfig,
+    shoal_rl_env::BallToNet => shoal_rl_env::BallToNetConfig,
+    shoal_rl_env::PointGoal => shoal_rl_env::PointGoalConfig,
+    shoal_rl_env::Ur5Reacher => shoal_rl_env::Ur5ReacherConfig,
+    shoal_rl_env::InvertedPendulum => shoal_rl_env::InvertedPendulumConfig,
 );
 
 /// How an entry builds its env: a plain env or a goal-conditioned one (which
@@ -89,7 +89,7 @@ pub enum Builder {
 #[derive(Clone, Debug)]
 pub enum Scene {
     /// The worm from above, from its outline.
-    Worm(shoal_env::WormConfig),
+    Worm(shoal_rl_env::WormConfig),
     /// A table seen from above with the gripper, the object and the goal
     /// (and a HAC agent's subgoals).
     Arm(ArmLayout),
@@ -159,7 +159,7 @@ impl EnvEntry {
             key_docs: || {
                 let full = std::any::type_name::<E::Settings>();
                 let name = full.rsplit("::").next().unwrap_or(full);
-                shoal_core::docs::key_docs(&E::settings_docs, name)
+                shoal_rl_core::docs::key_docs(&E::settings_docs, name)
             },
             scene: None,
             reference: None,
@@ -248,7 +248,7 @@ impl EnvRegistry {
     pub fn builtin() -> Self {
         Self::empty()
             .with(
-                EnvEntry::plain::<shoal_env::Worm>(
+                EnvEntry::plain::<shoal_rl_env::Worm>(
                     "worm",
                     "planar multi-link swimmer in a viscous medium: swim forward",
                 )
@@ -257,48 +257,48 @@ impl EnvRegistry {
                 .reference(worm_gait),
             )
             .with(
-                EnvEntry::goal::<shoal_env::ArmPush>(
+                EnvEntry::goal::<shoal_rl_env::ArmPush>(
                     "arm-push",
                     "a gripper pushes a box to a goal on a table",
                 )
                 .python_id("shoal/ArmPush-v0")
-                .scene(arm_scene::<shoal_env::ArmPushConfig>),
+                .scene(arm_scene::<shoal_rl_env::ArmPushConfig>),
             )
             .with(
-                EnvEntry::goal::<shoal_env::BallToNet>(
+                EnvEntry::goal::<shoal_rl_env::BallToNet>(
                     "ball-to-net",
                     "a gripper strikes a ball into a net",
                 )
                 .python_id("shoal/BallToNet-v0")
-                .scene(arm_scene::<shoal_env::BallToNetConfig>),
+                .scene(arm_scene::<shoal_rl_env::BallToNetConfig>),
             )
             .with(
-                EnvEntry::goal::<shoal_env::Ur5Reacher>(
+                EnvEntry::goal::<shoal_rl_env::Ur5Reacher>(
                     "ur5-reacher",
                     "the HAC paper's servo-driven 3-joint UR5 arm turns its joints to goal angles",
                 )
                 .python_id("shoal/UR5Reacher-v1")
                 .scene(|table| {
-                    let reacher: shoal_env::Ur5ReacherConfig = settings_of(table)?;
+                    let reacher: shoal_rl_env::Ur5ReacherConfig = settings_of(table)?;
                     Ok(Scene::Chain((&reacher).into()))
                 }),
             )
             .with(
-                EnvEntry::goal::<shoal_env::InvertedPendulum>(
+                EnvEntry::goal::<shoal_rl_env::InvertedPendulum>(
                     "pendulum",
                     "swing a torque-limited pendulum up to a goal angle and speed (HAC paper)",
                 )
                 .python_id("shoal/Pendulum-v0")
                 .scene(|table| {
-                    let pendulum: shoal_env::InvertedPendulumConfig = settings_of(table)?;
+                    let pendulum: shoal_rl_env::InvertedPendulumConfig = settings_of(table)?;
                     Ok(Scene::Chain((&pendulum).into()))
                 }),
             )
-            .with(EnvEntry::plain::<shoal_env::PointReach>(
+            .with(EnvEntry::plain::<shoal_rl_env::PointReach>(
                 "point-reach",
                 "toy: move a point to a fixed target (fast tests)",
             ))
-            .with(EnvEntry::goal::<shoal_env::PointGoal>(
+            .with(EnvEntry::goal::<shoal_rl_env::PointGoal>(
                 "point-goal",
                 "toy: move a point to a goal (fast tests of goal algorithms)",
             ))
@@ -386,8 +386,8 @@ where
 /// The worm's best travelling wave on this seed: the return its gait
 /// search finds, and the wave in `summary.json`.
 fn worm_gait(table: &toml::Table, seed: u64) -> Option<Reference> {
-    let worm: shoal_env::WormConfig = settings_of(table).ok()?;
-    let gait = shoal_env::try_best_travelling_wave(&worm, seed).ok()?;
+    let worm: shoal_rl_env::WormConfig = settings_of(table).ok()?;
+    let gait = shoal_rl_env::try_best_travelling_wave(&worm, seed).ok()?;
     Some(Reference {
         name: "gait".into(),
         episode_return: gait.episode_return,
@@ -428,10 +428,15 @@ impl EnvConfig {
     }
 }
 
+/// The README's example, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_eval::ArmObject;
+    use shoal_rl_eval::ArmObject;
 
     fn arm_layout<S: Serialize>(kind: &str, settings: &S) -> ArmLayout {
         let envs = EnvRegistry::builtin();
@@ -447,7 +452,7 @@ mod tests {
         // The ball's defaults (BallToNetConfig docs): a 0.9 × 0.7 m table,
         // a cylindrical gripper of radius 0.02 and half height 0.03, a ball
         // of radius 0.025, success within 0.05 m.
-        let ball = arm_layout("ball-to-net", &shoal_env::BallToNetConfig::default());
+        let ball = arm_layout("ball-to-net", &shoal_rl_env::BallToNetConfig::default());
         assert_eq!(ball.table_half_extents, [0.45, 0.35]);
         assert_eq!(ball.table_height, 0.4);
         assert_eq!(ball.object, ArmObject::Ball { radius: 0.025 });
@@ -457,7 +462,7 @@ mod tests {
         );
         assert_eq!(ball.goal_radius, 0.05);
         // A changed config changes the drawing.
-        let mut wide = shoal_env::BallToNetConfig::default();
+        let mut wide = shoal_rl_env::BallToNetConfig::default();
         wide.arm.table_half_extents = [0.6, 0.4];
         wide.arm.distance_threshold = 0.08;
         let wide = arm_layout("ball-to-net", &wide);
@@ -467,7 +472,7 @@ mod tests {
         );
         // Push: FetchPush's 0.5 × 0.7 m table, a block gripper of half
         // extents [0.02, 0.02, 0.03], a box of half size 0.025.
-        let push = arm_layout("arm-push", &shoal_env::ArmPushConfig::default());
+        let push = arm_layout("arm-push", &shoal_rl_env::ArmPushConfig::default());
         assert_eq!(push.table_half_extents, [0.25, 0.35]);
         assert_eq!(push.object, ArmObject::Box { half_size: 0.025 });
         assert_eq!(

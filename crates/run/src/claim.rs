@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use shoal_core::{Error, Result};
-use shoal_eval::{
+use shoal_rl_core::{Error, Result};
+use shoal_rl_eval::{
     CONFIG_FILE, Checkpoint, CheckpointSelector, LOCK_FILE, RunDir, Summary, list_checkpoints,
     load_checkpoint, truncate_metrics,
 };
@@ -167,7 +167,7 @@ pub(crate) fn config_must_match(spec: &RunSpec, saved: &str, origin: &Path) -> R
     let migrated = spec.migrate_saved_config.as_ref().and_then(|m| m(saved));
     let saved = migrated.as_deref().unwrap_or(saved);
     let may_change: Vec<&str> = spec.resume_may_change.iter().map(String::as_str).collect();
-    shoal_eval::check_config_matches(saved, &spec.config_toml, &may_change).map_err(|e| {
+    shoal_rl_eval::check_config_matches(saved, &spec.config_toml, &may_change).map_err(|e| {
         let detail = match e {
             Error::Config(message) => message,
             other => other.to_string(),

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use shoal_core::{Error, Learner, Result};
-use shoal_eval::{Summary, read_metrics};
-use shoal_parallel::Counters;
+use shoal_rl_core::{Error, Learner, Result};
+use shoal_rl_eval::{Summary, read_metrics};
+use shoal_rl_parallel::Counters;
 
 use crate::recorder::{Recorder, eval_seed, run_target};
 use crate::spec::RunSpec;

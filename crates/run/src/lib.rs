@@ -1,4 +1,4 @@
-//! shoal-run: the training runtime. Give it a [`RunSpec`] (budget,
+//! shoal-rl-run: the training runtime. Give it a [`RunSpec`] (budget,
 //! schedule, seed, the resolved config to save), a learner factory and, for
 //! a parallel run, a strategy factory; it gives the run what `shoal train`
 //! gives every preset:
@@ -14,17 +14,17 @@
 //! - a clean stop: on SIGINT or SIGTERM the episode or iteration in progress
 //!   ends (within `train.stop_grace_s`), a checkpoint and a summary marked
 //!   `interrupted` are written, and the call returns
-//!   [`Error::Interrupted`](shoal_core::Error::Interrupted); a second signal
+//!   [`Error::Interrupted`](shoal_rl_core::Error::Interrupted); a second signal
 //!   exits at once.
 //!
-//! Envs, learners and strategies come in through shoal-core's and
-//! shoal-parallel's traits, so one written outside shoal gets all of it.
+//! Envs, learners and strategies come in through shoal-rl-core's and
+//! shoal-rl-parallel's traits, so one written outside shoal gets all of it.
 //!
 //! # Example: a learner of one's own, with a run directory
 //!
 //! ```
-//! use shoal_core::{EvalReport, LearnReport, Learner, Result};
-//! use shoal_run::{RunOptions, RunSpec, TrainConfig, train};
+//! use shoal_rl_core::{EvalReport, LearnReport, Learner, Result};
+//! use shoal_rl_run::{RunOptions, RunSpec, TrainConfig, train};
 //!
 //! /// Counts its episodes; its "return" is the count.
 //! struct Counter(u64);
@@ -43,13 +43,13 @@
 //!     fn save_state(&self) -> Vec<u8> { self.0.to_le_bytes().to_vec() }
 //!     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
 //!         self.0 = u64::from_le_bytes(bytes.try_into().map_err(|_| {
-//!             shoal_core::Error::Shape("a counter is 8 bytes".into())
+//!             shoal_rl_core::Error::Shape("a counter is 8 bytes".into())
 //!         })?);
 //!         Ok(())
 //!     }
 //! }
 //!
-//! let dir = std::env::temp_dir().join(format!("shoal-run-doc-{}", std::process::id()));
+//! let dir = std::env::temp_dir().join(format!("shoal-rl-run-doc-{}", std::process::id()));
 //! # let _ = std::fs::remove_dir_all(&dir);
 //! let train_cfg = TrainConfig { episodes: 30, eval_every: 10, checkpoint_every: 10, ..TrainConfig::default() };
 //! let spec = RunSpec::new("counter", "episodes = 30\n").train(train_cfg);
@@ -63,7 +63,7 @@
 //! let (_, summary) = train(&spec, &RunOptions::resume(&dir).quiet(true), || Ok(Counter(0)))?;
 //! assert_eq!(summary.eval_return_mean, Some(50.0));
 //! # std::fs::remove_dir_all(&dir).unwrap();
-//! # Ok::<(), shoal_core::Error>(())
+//! # Ok::<(), shoal_rl_core::Error>(())
 //! ```
 #![deny(missing_docs)]
 
@@ -79,8 +79,8 @@ mod stop;
 
 use std::path::PathBuf;
 
-use shoal_core::{Learner, Result};
-use shoal_eval::{RunDir, Summary};
+use shoal_rl_core::{Learner, Result};
+use shoal_rl_eval::{RunDir, Summary};
 
 pub use parallel::{StrategySetup, train_parallel};
 pub use progress::ProgressReporter;
@@ -129,6 +129,6 @@ where
 pub struct ReadmeDoctests;
 
 /// The documented fields of [`TrainConfig`], from its source.
-pub fn config_docs(name: &str) -> Option<Vec<shoal_core::docs::FieldDoc>> {
-    shoal_core::docs::struct_docs(&[include_str!("spec.rs")], name)
+pub fn config_docs(name: &str) -> Option<Vec<shoal_rl_core::docs::FieldDoc>> {
+    shoal_rl_core::docs::struct_docs(&[include_str!("spec.rs")], name)
 }

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use shoal_core::{Error, Learner, Result, StopFlag};
-use shoal_eval::{RunDir, Summary};
-use shoal_parallel::{
+use shoal_rl_core::{Error, Learner, Result, StopFlag};
+use shoal_rl_eval::{RunDir, Summary};
+use shoal_rl_parallel::{
     Backend, Communicator, Control, IterationRecord, ProcessConfig, Resume, Schedule, Strategy,
     launch_with,
 };
@@ -82,7 +82,7 @@ impl StrategySetup {
 /// Trains `spec.parallel.workers` learners together with the strategy
 /// `make_strategy` builds on every rank, on `spec.parallel.backend`.
 /// `make_learner(rank)` builds rank `rank`'s learner (seed it
-/// `seed + rank`: [`shoal_parallel::worker_seed`]). The strategy's
+/// `seed + rank`: [`shoal_rl_parallel::worker_seed`]). The strategy's
 /// [`Strategy::name`] must be `spec.parallel.strategy`.
 ///
 /// Returns the run directory and summary on rank 0, `None` on the others
@@ -108,7 +108,7 @@ where
     // inside `launch_with`.
     let claimed = match spec.parallel.backend {
         Backend::Mpi => None,
-        _ if shoal_parallel::is_worker_process() => None,
+        _ if shoal_rl_parallel::is_worker_process() => None,
         _ => Some(open_run(spec, options)?),
     };
     let claimed = Mutex::new(claimed);

@@ -5,11 +5,11 @@
 
 use std::time::Instant;
 
-use shoal_core::{Error, EvalReport, Learner, Result, derive_seed};
-use shoal_eval::{
+use shoal_rl_core::{Error, EvalReport, Learner, Result, derive_seed};
+use shoal_rl_eval::{
     Checkpoint, CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Target,
 };
-use shoal_parallel::{Control, Counters, IterationRecord, RecordValue, WorkerProfile};
+use shoal_rl_parallel::{Control, Counters, IterationRecord, RecordValue, WorkerProfile};
 
 use crate::progress::ProgressReporter;
 use crate::spec::{Reference, RunSpec};

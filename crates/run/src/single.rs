@@ -1,9 +1,9 @@
 //! The single-learner loop: train up to the next evaluation or checkpoint,
 //! record, repeat; stop cleanly when asked.
 
-use shoal_core::{Learner, Result, StopFlag};
-use shoal_eval::{Checkpoint, Record, RecordKind, Summary};
-use shoal_parallel::Counters;
+use shoal_rl_core::{Learner, Result, StopFlag};
+use shoal_rl_eval::{Checkpoint, Record, RecordKind, Summary};
+use shoal_rl_parallel::Counters;
 
 use crate::finish::{finish_run, interrupted};
 use crate::recorder::{Recorder, checkpoint_counters, eval_seed, restore};
@@ -70,7 +70,7 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         let mut done = counters.episodes == train.episodes;
         if counters.episodes % train.eval_every == 0 || done {
             let eval = learner.evaluate(train.eval_episodes, eval_seed(spec.seed))?;
-            counters.eval_env_steps += shoal_parallel::eval_steps(&eval);
+            counters.eval_env_steps += shoal_rl_parallel::eval_steps(&eval);
             done |= recorder.eval(counters, &eval)?;
         }
         let stopping = stop.is_requested() && !done;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result, StopFlag};
-use shoal_parallel::Backend;
+use shoal_rl_core::{Error, Result, StopFlag};
+use shoal_rl_parallel::Backend;
 
 /// How long to train and how often to evaluate and checkpoint: the `train`
 /// table of a run's `config.toml`.
@@ -78,7 +78,7 @@ impl TrainConfig {
     }
 }
 
-pub use shoal_eval::Reference;
+pub use shoal_rl_eval::Reference;
 
 /// Computes a task's [`Reference`] on rank 0 when the run needs it (a gait
 /// search can take a second: worker processes never pay for it).
@@ -96,7 +96,7 @@ pub struct ParallelSpec {
     pub workers: usize,
     /// Where they run. Default threads.
     pub backend: Backend,
-    /// The strategy's [`Strategy::name`](shoal_parallel::Strategy::name):
+    /// The strategy's [`Strategy::name`](shoal_rl_parallel::Strategy::name):
     /// written into records and `summary.json`, and checked against the
     /// strategy the run builds. Default `none` (one learner).
     pub strategy: String,
@@ -131,7 +131,7 @@ impl Default for ParallelSpec {
 /// `shoal` binary, a library user builds one by hand.
 ///
 /// ```
-/// use shoal_run::{RunSpec, TrainConfig};
+/// use shoal_rl_run::{RunSpec, TrainConfig};
 ///
 /// let spec = RunSpec::new("reacher", "seed = 3\n")
 ///     .seed(3)

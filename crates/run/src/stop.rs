@@ -1,7 +1,7 @@
 //! The clean stop: SIGINT and SIGTERM (Ctrl-C, or what Slurm sends before a
 //! job's time limit) raise a [`StopFlag`]; the loops finish the episode or
 //! iteration they are in, checkpoint and return
-//! [`Error::Interrupted`](shoal_core::Error::Interrupted). A second signal
+//! [`Error::Interrupted`](shoal_rl_core::Error::Interrupted). A second signal
 //! exits at once, and a watchdog exits once the grace period
 //! (`train.stop_grace_s`) has passed without a clean stop.
 
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use shoal_core::{Error, Result, StopFlag};
+use shoal_rl_core::{Error, Result, StopFlag};
 
 use crate::spec::{RunOptions, RunSpec};
 

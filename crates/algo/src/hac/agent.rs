@@ -3,7 +3,7 @@
 
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
-use shoal_core::{
+use shoal_rl_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Result,
     Space, StopFlag, derive_seed, rng_from_seed,
 };
@@ -47,9 +47,9 @@ struct Tally {
 /// A HAC agent on its own goal environment.
 ///
 /// ```no_run
-/// # fn demo<E: shoal_core::GoalEnv>(env: E, eval_env: E) -> shoal_core::Result<()> {
-/// use shoal_algo::{Hac, HacConfig};
-/// use shoal_core::Learner;
+/// # fn demo<E: shoal_rl_core::GoalEnv>(env: E, eval_env: E) -> shoal_rl_core::Result<()> {
+/// use shoal_rl_algo::{Hac, HacConfig};
+/// use shoal_rl_core::Learner;
 /// let mut agent = Hac::new(HacConfig::default(), env, eval_env, 7)?;
 /// agent.learn(100)?;
 /// println!("success rate {:?}", agent.evaluate(10, 0)?.success_rate);

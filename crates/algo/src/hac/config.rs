@@ -1,8 +1,8 @@
 //! [`HacConfig`]: the hierarchy's settings, with the paper's values.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
-use shoal_policy::NoiseKind;
+use shoal_rl_core::{Error, Result};
+use shoal_rl_policy::NoiseKind;
 
 use crate::actor_critic::UpdateSettings;
 use crate::check;

@@ -2,8 +2,8 @@
 //! between workers.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
-use shoal_policy::GoalNormalizer;
+use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
+use shoal_rl_policy::GoalNormalizer;
 
 use super::agent::MODEL_STREAM;
 use super::config::HacConfig;

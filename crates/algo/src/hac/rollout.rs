@@ -3,8 +3,8 @@
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use shoal_core::{Error, GoalEnv, Result, Space};
-use shoal_policy::ActionNoise;
+use shoal_rl_core::{Error, GoalEnv, Result, Space};
+use shoal_rl_policy::ActionNoise;
 
 use super::agent::HacFrame;
 use super::attempt::{Attempt, attempt_transitions};

@@ -1,11 +1,11 @@
 //! HAC's tests: transitions by hand, learning on the toy, workers that agree.
 
-use shoal_core::{Error, GradientLearner, LearnReport, Learner, Result, rng_from_seed};
+use shoal_rl_core::{Error, GradientLearner, LearnReport, Learner, Result, rng_from_seed};
 
 use crate::her::GoalReward;
 use crate::transition_buffer::Transition;
 
-use shoal_env::PointGoal;
+use shoal_rl_env::PointGoal;
 
 use super::agent::{Hac, HacFrame};
 use super::attempt::{Attempt, attempt_transitions};
@@ -134,8 +134,8 @@ struct Creep {
     x: f32,
     goal: f32,
     steps: usize,
-    observation_space: shoal_core::Space,
-    action_space: shoal_core::Space,
+    observation_space: shoal_rl_core::Space,
+    action_space: shoal_rl_core::Space,
 }
 
 impl Creep {
@@ -145,38 +145,38 @@ impl Creep {
             x: 0.0,
             goal: 0.0,
             steps: 0,
-            observation_space: shoal_core::Space::uniform(3, -2.0, 2.0),
-            action_space: shoal_core::Space::uniform(1, -1.0, 1.0),
+            observation_space: shoal_rl_core::Space::uniform(3, -2.0, 2.0),
+            action_space: shoal_rl_core::Space::uniform(1, -1.0, 1.0),
         }
     }
 }
 
-impl shoal_core::Env for Creep {
-    fn observation_space(&self) -> &shoal_core::Space {
+impl shoal_rl_core::Env for Creep {
+    fn observation_space(&self) -> &shoal_rl_core::Space {
         &self.observation_space
     }
-    fn action_space(&self) -> &shoal_core::Space {
+    fn action_space(&self) -> &shoal_rl_core::Space {
         &self.action_space
     }
     fn reset(&mut self, _seed: Option<u64>) -> Vec<f32> {
         (self.x, self.goal, self.steps) = (0.0, self.offset, 0);
         vec![self.x, self.x, self.goal]
     }
-    fn step(&mut self, action: &[f32]) -> Result<shoal_core::Step> {
+    fn step(&mut self, action: &[f32]) -> Result<shoal_rl_core::Step> {
         self.x += 0.01 * action[0].clamp(-1.0, 1.0);
         self.steps += 1;
-        let reward = shoal_core::GoalEnv::compute_reward(self, &[self.x], &[self.goal]);
-        Ok(shoal_core::Step {
+        let reward = shoal_rl_core::GoalEnv::compute_reward(self, &[self.x], &[self.goal]);
+        Ok(shoal_rl_core::Step {
             obs: vec![self.x, self.x, self.goal],
             reward,
             terminated: false,
             truncated: self.steps >= 25,
-            info: shoal_core::Info::new(),
+            info: shoal_rl_core::Info::new(),
         })
     }
 }
 
-impl shoal_core::GoalEnv for Creep {
+impl shoal_rl_core::GoalEnv for Creep {
     fn goal_dim(&self) -> usize {
         1
     }

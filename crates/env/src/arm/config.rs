@@ -1,7 +1,7 @@
 //! `ArmConfig`: the knobs every arm task shares (episode, action, physics, table, gripper).
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::limits::{MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
 
@@ -12,7 +12,7 @@ use crate::limits::{MAX_EPISODE_STEPS, MAX_SUBSTEPS, check_count};
 /// `z = table_height`, and `(0, 0)` is its centre.
 ///
 /// ```
-/// use shoal_env::arm::ArmConfig;
+/// use shoal_rl_env::arm::ArmConfig;
 /// let cfg = ArmConfig::default().max_episode_steps(100).terminate_on_success(false);
 /// assert_eq!(cfg.max_episode_steps, 100);
 /// assert!(cfg.validate().is_ok());
@@ -274,7 +274,7 @@ impl ArmConfig {
     /// subgoals in this box.
     ///
     /// ```
-    /// let (low, high) = shoal_env::arm::ArmConfig::default().object_region(0.0, 0.1);
+    /// let (low, high) = shoal_rl_env::arm::ArmConfig::default().object_region(0.0, 0.1);
     /// assert!((high[2] - low[2] - 0.1).abs() < 1e-6);
     /// ```
     pub fn object_region(&self, margin: f32, above: f32) -> (Vec<f32>, Vec<f32>) {

@@ -2,7 +2,7 @@
 
 use rand::rngs::StdRng;
 use rapier3d::prelude::*;
-use shoal_core::{Error, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
+use shoal_rl_core::{Error, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
 
 use super::config::ArmConfig;
 use super::goal::{goal_distance, sparse_reward, within_threshold};
@@ -129,11 +129,11 @@ macro_rules! impl_arm_env {
             }
         }
 
-        impl shoal_core::Env for $task {
-            fn observation_space(&self) -> &shoal_core::Space {
+        impl shoal_rl_core::Env for $task {
+            fn observation_space(&self) -> &shoal_rl_core::Space {
                 self.core.observation_space()
             }
-            fn action_space(&self) -> &shoal_core::Space {
+            fn action_space(&self) -> &shoal_rl_core::Space {
                 self.core.action_space()
             }
             fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
@@ -141,12 +141,12 @@ macro_rules! impl_arm_env {
                 self.core
                     .reset_with(seed, |scene, rng| Self::build_layout(config, scene, rng))
             }
-            fn step(&mut self, action: &[f32]) -> shoal_core::Result<shoal_core::Step> {
+            fn step(&mut self, action: &[f32]) -> shoal_rl_core::Result<shoal_rl_core::Step> {
                 self.core.step(action)
             }
         }
 
-        impl shoal_core::GoalEnv for $task {
+        impl shoal_rl_core::GoalEnv for $task {
             fn goal_dim(&self) -> usize {
                 $crate::arm::GOAL_DIM
             }

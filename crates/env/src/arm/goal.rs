@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn sampled_points_keep_their_distance() {
-        let mut rng = shoal_core::rng_from_seed(1);
+        let mut rng = shoal_rl_core::rng_from_seed(1);
         for _ in 0..1000 {
             let p = sample_rect_away_from(&mut rng, [0.0, 0.0], [0.15, 0.15], [0.0, 0.0], 0.1);
             assert!(goal_distance(&p, &[0.0, 0.0]) >= 0.1);

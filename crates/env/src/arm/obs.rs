@@ -48,7 +48,7 @@ pub mod index {
 /// and analysis.
 ///
 /// ```
-/// use shoal_env::arm::{ArmObs, FLAT_OBS_DIM};
+/// use shoal_rl_env::arm::{ArmObs, FLAT_OBS_DIM};
 /// let obs = vec![0.0; FLAT_OBS_DIM];
 /// assert_eq!(ArmObs::new(&obs).unwrap().desired_goal(), [0.0; 3]);
 /// assert!(ArmObs::new(&obs[1..]).is_none());

@@ -1,7 +1,7 @@
 //! Test fixtures shared by the arm tasks: rollouts and the contract checks both tasks must pass.
 
 use rand::RngExt;
-use shoal_core::{Env, Error, GoalEnv, Step, rng_from_seed};
+use shoal_rl_core::{Env, Error, GoalEnv, Step, rng_from_seed};
 
 use super::obs::{FLAT_OBS_DIM, index};
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use super::series::Points;
 use crate::canvas::png_bytes;

@@ -8,7 +8,7 @@ mod series;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 pub use draw::{PANEL_HEIGHT, PLOT_HEIGHT, PLOT_WIDTH};
 pub use figures::{
@@ -55,7 +55,7 @@ use figures::RunData;
 /// or metrics with nothing to plot yet.
 ///
 /// ```
-/// use shoal_eval::{MetricsLog, Record, RecordKind, plot_runs};
+/// use shoal_rl_eval::{MetricsLog, Record, RecordKind, plot_runs};
 /// let run = std::env::temp_dir().join(format!("shoal-doc-plot-{}", std::process::id()));
 /// let mut log = MetricsLog::open(&run).unwrap();
 /// for episode in 1..=30u64 {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use shoal_core::Result;
+use shoal_rl_core::Result;
 
 use super::draw::{Figure, Line, Panel, Weight, render};
 use super::series::{Points, seed_band, thin_stride};
@@ -45,7 +45,7 @@ pub struct ScalingPoint {
 /// the efficiency against workers, median and min–max over seeds.
 ///
 /// ```
-/// use shoal_eval::{ScalingCurves, ScalingPoint, plot_scaling};
+/// use shoal_rl_eval::{ScalingCurves, ScalingPoint, plot_scaling};
 /// let path = std::env::temp_dir().join(format!("shoal-doc-scale-{}.png", std::process::id()));
 /// let curves = [1usize, 2].map(|workers| ScalingCurves {
 ///     workers,

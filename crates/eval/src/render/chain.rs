@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use shoal_core::Result;
+use shoal_rl_core::Result;
 
 use super::scene::{Bounds, Frame, Rgb, Scene, Shape, Trail, View};
 use super::tasks::{RenderOptions, episode_caption};
@@ -160,7 +160,7 @@ pub fn render_chain(
     Ok((gif, png))
 }
 
-/// A jointed task of shoal-env, as the renderer needs it: how its
+/// A jointed task of shoal-rl-env, as the renderer needs it: how its
 /// observations and subgoals become poses.
 #[cfg(feature = "env")]
 #[derive(Clone, Debug, PartialEq)]
@@ -175,15 +175,15 @@ pub enum ChainTask {
 }
 
 #[cfg(feature = "env")]
-impl From<&shoal_env::Ur5ReacherConfig> for ChainTask {
-    fn from(_: &shoal_env::Ur5ReacherConfig) -> Self {
+impl From<&shoal_rl_env::Ur5ReacherConfig> for ChainTask {
+    fn from(_: &shoal_rl_env::Ur5ReacherConfig) -> Self {
         ChainTask::Ur5
     }
 }
 
 #[cfg(feature = "env")]
-impl From<&shoal_env::InvertedPendulumConfig> for ChainTask {
-    fn from(pendulum: &shoal_env::InvertedPendulumConfig) -> Self {
+impl From<&shoal_rl_env::InvertedPendulumConfig> for ChainTask {
+    fn from(pendulum: &shoal_rl_env::InvertedPendulumConfig) -> Self {
         ChainTask::Pendulum {
             length: pendulum.length,
         }
@@ -212,13 +212,13 @@ impl ChainTask {
             ChainTask::Pendulum { .. } => 1,
         };
         if angles.len() < need {
-            return Err(shoal_core::Error::Shape(format!(
+            return Err(shoal_rl_core::Error::Shape(format!(
                 "a pose needs {need} angles, got {}",
                 angles.len()
             )));
         }
         Ok(match *self {
-            ChainTask::Ur5 => shoal_env::ur5_joint_points(&angles[..3]).to_vec(),
+            ChainTask::Ur5 => shoal_rl_env::ur5_joint_points(&angles[..3]).to_vec(),
             ChainTask::Pendulum { length } => {
                 let (sin, cos) = angles[0].sin_cos();
                 vec![[0.0, 0.0, 0.0], [length * sin, 0.0, length * cos]]
@@ -236,7 +236,7 @@ impl ChainTask {
     ) -> Result<ChainFrameInput> {
         let (angles, goal, status) = match self {
             ChainTask::Ur5 if obs.len() == 12 => {
-                let error = shoal_env::ur5_angle_error(&obs[6..9], &obs[9..12]);
+                let error = shoal_rl_env::ur5_angle_error(&obs[6..9], &obs[9..12]);
                 let status = format!("largest angle error {:.1}°", error.to_degrees());
                 (&obs[..3], &obs[9..12], status)
             }
@@ -251,7 +251,7 @@ impl ChainTask {
                 (&obs[3..4], &obs[5..6], status)
             }
             _ => {
-                return Err(shoal_core::Error::Shape(format!(
+                return Err(shoal_rl_core::Error::Shape(format!(
                     "an observation of {} values is not one of {self:?}",
                     obs.len()
                 )));
@@ -312,8 +312,8 @@ mod tests {
         let subgoals = vec![vec![0.0, -half_pi, 0.0, 1.0, 1.0, 1.0], vec![half_pi; 6]];
         let frame = task.frame(0, &obs, &subgoals).unwrap();
         let (h, reach) = (
-            shoal_env::UR5_SHOULDER_HEIGHT,
-            shoal_env::UR5_UPPER_ARM + shoal_env::UR5_FOREARM,
+            shoal_rl_env::UR5_SHOULDER_HEIGHT,
+            shoal_rl_env::UR5_UPPER_ARM + shoal_rl_env::UR5_FOREARM,
         );
         assert!(near(&frame.points[3..], &[[reach, 0.0, h]]));
         assert!(near(&frame.goal[3..], &[[0.0, reach, h]]));

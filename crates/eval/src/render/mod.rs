@@ -15,7 +15,7 @@ mod tasks;
 
 use std::path::{Path, PathBuf};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 #[cfg(feature = "env")]
 pub use chain::ChainTask;
@@ -49,7 +49,7 @@ const FINAL_HOLD_CS: u16 = 150;
 /// file.
 ///
 /// ```
-/// use shoal_eval::{Bounds, Frame, Rgb, Scene, Shape, View, render_gif};
+/// use shoal_rl_eval::{Bounds, Frame, Rgb, Scene, Shape, View, render_gif};
 /// let dir = std::env::temp_dir().join(format!("shoal-doc-render-{}", std::process::id()));
 /// let scene = Scene::new("a dot", 320, 240, vec![View::new("plane", Bounds::new([0.0, 0.0], [1.0, 1.0]))]);
 /// let frames: Vec<Frame> = (0..5)
@@ -160,7 +160,7 @@ pub struct RgbImage {
 /// `render_mode="rgb_array"`).
 ///
 /// ```
-/// use shoal_eval::{Bounds, Frame, Rgb, Scene, Shape, View, draw_frame};
+/// use shoal_rl_eval::{Bounds, Frame, Rgb, Scene, Shape, View, draw_frame};
 /// let scene = Scene::new("a dot", 320, 240, vec![View::new("plane", Bounds::new([0.0, 0.0], [1.0, 1.0]))]);
 /// let mut frame = Frame::new("step 0", 1);
 /// frame.draw(0, Shape::Circle { centre: [0.5, 0.5], radius: 0.1, colour: Rgb::RED, filled: true });

@@ -1,12 +1,12 @@
 //! Scenes for shoal's tasks built from plain per-step numbers: the worm
 //! seen from above, and the arm tasks (push, ball-to-net) from above and
-//! from the side. shoal-eval does not depend on shoal-env; the caller copies
+//! from the side. shoal-rl-eval does not depend on shoal-rl-env; the caller copies
 //! positions out of the environment into the input structs. With the `env`
 //! feature an [`ArmLayout`] also comes straight from a task's config.
 
 use std::path::{Path, PathBuf};
 
-use shoal_core::Result;
+use shoal_rl_core::Result;
 
 use super::scene::{Bounds, Frame, Rgb, Scene, Shape, Trail, View};
 use super::{png_beside, render_gif};
@@ -275,7 +275,7 @@ pub fn worm_scene(inputs: &[WormFrameInput], options: &RenderOptions) -> (Scene,
 /// files are written.
 ///
 /// ```
-/// use shoal_eval::{WormFrameInput, render_worm};
+/// use shoal_rl_eval::{WormFrameInput, render_worm};
 /// let dir = std::env::temp_dir().join(format!("shoal-doc-worm-{}", std::process::id()));
 /// let steps: Vec<WormFrameInput> = (0..10)
 ///     .map(|t| {
@@ -388,7 +388,7 @@ impl Default for ArmLayout {
 /// and `object`.
 #[cfg(feature = "env")]
 impl ArmLayout {
-    fn from_arm(arm: &shoal_env::arm::ArmConfig, object: ArmObject) -> Self {
+    fn from_arm(arm: &shoal_rl_env::arm::ArmConfig, object: ArmObject) -> Self {
         ArmLayout {
             table_half_extents: arm.table_half_extents,
             table_height: arm.table_height,
@@ -401,8 +401,8 @@ impl ArmLayout {
 }
 
 #[cfg(feature = "env")]
-impl From<&shoal_env::ArmPushConfig> for ArmLayout {
-    fn from(push: &shoal_env::ArmPushConfig) -> Self {
+impl From<&shoal_rl_env::ArmPushConfig> for ArmLayout {
+    fn from(push: &shoal_rl_env::ArmPushConfig) -> Self {
         let object = ArmObject::Box {
             half_size: push.box_half_size,
         };
@@ -411,8 +411,8 @@ impl From<&shoal_env::ArmPushConfig> for ArmLayout {
 }
 
 #[cfg(feature = "env")]
-impl From<&shoal_env::BallToNetConfig> for ArmLayout {
-    fn from(ball: &shoal_env::BallToNetConfig) -> Self {
+impl From<&shoal_rl_env::BallToNetConfig> for ArmLayout {
+    fn from(ball: &shoal_rl_env::BallToNetConfig) -> Self {
         let object = ArmObject::Ball {
             radius: ball.ball_radius,
         };

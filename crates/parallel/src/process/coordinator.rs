@@ -8,7 +8,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use super::wire::{
     Deadline, Frame, HEADER_LEN, Header, KIND_ABORT, KIND_ALL_REDUCE, KIND_DONE, KIND_HELLO,

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shoal_core::{Error, Result, derive_seed};
+use shoal_rl_core::{Error, Result, derive_seed};
 
 use self::coordinator::Coordinator;
 use self::worker::{WorkerLink, watch_parent};
@@ -58,7 +58,7 @@ pub const TIMEOUT_VAR: &str = "SHOAL_TIMEOUT_MS";
 ///
 /// ```
 /// use std::time::Duration;
-/// use shoal_parallel::ProcessConfig;
+/// use shoal_rl_parallel::ProcessConfig;
 /// let config = ProcessConfig::default()
 ///     .args(["--exact", "my_test", "--nocapture"])
 ///     .connect_timeout(Duration::from_secs(30));
@@ -191,7 +191,7 @@ pub fn is_worker_process() -> bool {
 /// `ProcessConfig::default().args(["--exact", "module::tests::name", "--nocapture"])`.
 ///
 /// ```no_run
-/// use shoal_parallel::{Communicator, ProcessConfig, run_processes};
+/// use shoal_rl_parallel::{Communicator, ProcessConfig, run_processes};
 /// let results = run_processes(2, &ProcessConfig::default(), |comm: &dyn Communicator| {
 ///     let mut x = [comm.rank() as f32];
 ///     comm.all_reduce_sum(&mut x)?;
@@ -201,7 +201,7 @@ pub fn is_worker_process() -> bool {
 ///     Some(all) => println!("rank 0 sees {all:?}"), // [1.0, 1.0]
 ///     None => {}                                   // a worker: nothing more to do
 /// }
-/// # Ok::<(), shoal_core::Error>(())
+/// # Ok::<(), shoal_rl_core::Error>(())
 /// ```
 pub fn run_processes<T, F>(
     workers: usize,

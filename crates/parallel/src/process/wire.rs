@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::collective::Contribution;
 use crate::comm::f32s_to_bytes;
@@ -31,7 +31,7 @@ pub(super) const KIND_HELLO: u8 = 10;
 pub(super) const KIND_WELCOME: u8 = 11;
 pub(super) const HEADER_LEN: usize = 21;
 /// Identifies the protocol in the handshake.
-pub(super) const PROTOCOL: &[u8] = b"shoal-parallel/1";
+pub(super) const PROTOCOL: &[u8] = b"shoal-rl-parallel/1";
 
 /// The largest byte payload any frame may carry: a worker's replay memory
 /// gathered for a checkpoint is the largest thing shoal sends.

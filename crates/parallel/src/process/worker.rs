@@ -6,7 +6,7 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use super::wire::{
     Deadline, Frame, KIND_ALL_REDUCE, KIND_DONE, KIND_HELLO, KIND_REPLY_ERR, KIND_REPLY_OK,

@@ -3,7 +3,7 @@
 //! workers, and all workers hold bit-identical parameters.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{GradientLearner, Result};
+use shoal_rl_core::{GradientLearner, Result};
 
 use super::{
     Context, IterationRecord, Schedule, Strategy, WorkerStats, check_in_sync, hash_parameters,
@@ -16,7 +16,7 @@ const NAME: &str = "averaging";
 /// Settings of [`GradientAveraging`].
 ///
 /// ```
-/// use shoal_parallel::{AveragingConfig, Schedule};
+/// use shoal_rl_parallel::{AveragingConfig, Schedule};
 /// let config = AveragingConfig::new(Schedule::default().iterations(50).episodes_per_iteration(2));
 /// assert!(config.check_sync);
 /// ```

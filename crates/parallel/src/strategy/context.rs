@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shoal_core::{Error, Learner, Result};
+use shoal_rl_core::{Error, Learner, Result};
 
 use super::record::{
     Counters, IterationRecord, Resume, WorkerStats, eval_steps, record_from_stats,

@@ -3,7 +3,7 @@
 //! and broadcasts the new weights.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result, RolloutLearner};
+use shoal_rl_core::{Error, Result, RolloutLearner};
 
 use super::{
     Context, IterationRecord, Schedule, Strategy, WorkerStats, decode, encode, own_error_first,
@@ -19,7 +19,7 @@ const NAME: &str = "gather";
 /// a memory, so `memory_interval` goes unused (nothing is gathered).
 ///
 /// ```
-/// use shoal_parallel::{GatherConfig, Schedule};
+/// use shoal_rl_parallel::{GatherConfig, Schedule};
 /// let config = GatherConfig::new(Schedule::default().episodes_per_iteration(4).eval_interval(0));
 /// assert_eq!(config.schedule.iterations, 100);
 /// ```

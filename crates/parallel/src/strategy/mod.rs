@@ -4,7 +4,7 @@
 //! evaluates and gathers memories is a [`Schedule`].
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Learner, Result};
+use shoal_rl_core::{Error, Learner, Result};
 
 use crate::comm::Communicator;
 use crate::profile::TimedComm;
@@ -26,7 +26,7 @@ pub use record::{
 pub use schedule::{Schedule, require};
 
 /// A way of training one learner per rank together, written against
-/// [`Communicator`] and a learner trait from shoal-core.
+/// [`Communicator`] and a learner trait from shoal-rl-core.
 ///
 /// Shaped like ripgrep's `Sink`: three required methods — [`name`],
 /// [`schedule`] and [`iteration`], one round of the strategy on this rank
@@ -53,8 +53,8 @@ pub use schedule::{Schedule, require};
 /// [`memory_interval`]: Strategy::memory_interval
 ///
 /// ```
-/// use shoal_core::{GradientLearner, Result};
-/// use shoal_parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats};
+/// use shoal_rl_core::{GradientLearner, Result};
+/// use shoal_rl_parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats};
 ///
 /// /// Local SGD: train alone, then average the parameters.
 /// struct LocalSgd { schedule: Schedule }
@@ -192,7 +192,7 @@ pub trait Strategy<L: Learner + ?Sized> {
 /// learner, or stop early.
 ///
 /// ```
-/// use shoal_parallel::{Control, IterationRecord, OnIteration};
+/// use shoal_rl_parallel::{Control, IterationRecord, OnIteration};
 /// struct Toy;
 /// let mut seen = Vec::new();
 /// let mut log = |record: &IterationRecord, _learner: &Toy| {

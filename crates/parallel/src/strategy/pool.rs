@@ -3,7 +3,7 @@
 //! evaluated with the policy frozen, and the best one is promoted.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{GradientLearner, Learner, Result, derive_seed};
+use shoal_rl_core::{GradientLearner, Learner, Result, derive_seed};
 
 use super::{
     Context, IterationRecord, RecordValue, Schedule, Strategy, WorkerStats, check_in_sync,
@@ -18,7 +18,7 @@ const NAME: &str = "pool";
 /// Settings of [`Pool`].
 ///
 /// ```
-/// use shoal_parallel::{PoolConfig, Schedule};
+/// use shoal_rl_parallel::{PoolConfig, Schedule};
 /// assert_eq!(PoolConfig::default().schedule.episodes_per_iteration, 10);
 /// let config = PoolConfig::new(Schedule::default().iterations(500)).selection_episodes(3);
 /// assert_eq!((config.schedule.iterations, config.selection_episodes), (500, 3));
@@ -100,8 +100,8 @@ impl PoolConfig {
 /// already holds the winner, so it can be checkpointed.
 ///
 /// ```
-/// use shoal_core::{EvalReport, LearnReport, Learner, Result};
-/// use shoal_parallel::{
+/// use shoal_rl_core::{EvalReport, LearnReport, Learner, Result};
+/// use shoal_rl_parallel::{
 ///     Communicator, Pool, PoolConfig, RecordValue, Schedule, Strategy, keep_going, run_threads,
 /// };
 ///
@@ -117,7 +117,7 @@ impl PoolConfig {
 ///     }
 ///     fn save_state(&self) -> Vec<u8> { self.skill.to_le_bytes().to_vec() }
 ///     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-///         self.skill = f64::from_le_bytes(bytes.try_into().map_err(|_| shoal_core::Error::Shape("8 bytes".into()))?);
+///         self.skill = f64::from_le_bytes(bytes.try_into().map_err(|_| shoal_rl_core::Error::Shape("8 bytes".into()))?);
 ///         Ok(())
 ///     }
 /// }
@@ -382,7 +382,7 @@ fn winner_of(record: &IterationRecord) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use shoal_core::EvalReport;
+    use shoal_rl_core::EvalReport;
 
     use super::super::record::record_from_stats;
     use super::*;
@@ -466,7 +466,7 @@ mod tests {
     #[test]
     fn zero_episodes_per_iteration_is_a_config_error() {
         let config_error = |config: PoolConfig| match config.validate() {
-            Err(shoal_core::Error::Config(message)) => message,
+            Err(shoal_rl_core::Error::Config(message)) => message,
             other => panic!("expected a config error, got {other:?}"),
         };
         assert_eq!(

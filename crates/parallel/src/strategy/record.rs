@@ -2,7 +2,7 @@
 //! workers' stats it is built from, the resume point and the run summary.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, EvalReport, LearnReport, Result, StopFlag};
+use shoal_rl_core::{Error, EvalReport, LearnReport, Result, StopFlag};
 
 use crate::profile::{Measured, WorkerProfile};
 
@@ -10,7 +10,7 @@ use crate::profile::{Measured, WorkerProfile};
 /// `seed + rank`, as MPI programs conventionally do.
 ///
 /// ```
-/// assert_eq!(shoal_parallel::worker_seed(7, 2), 9);
+/// assert_eq!(shoal_rl_parallel::worker_seed(7, 2), 9);
 /// ```
 pub fn worker_seed(seed: u64, rank: usize) -> u64 {
     seed.wrapping_add(rank as u64)
@@ -36,12 +36,12 @@ pub struct Counters {
 pub struct Resume {
     /// Counters of the run so far; the next iteration is `counters.iteration + 1`.
     pub counters: Counters,
-    /// A state written by [`Learner::save_state`](shoal_core::Learner::save_state),
+    /// A state written by [`Learner::save_state`](shoal_rl_core::Learner::save_state),
     /// or `None` to start from rank 0's learner as it is.
     pub state: Option<Vec<u8>>,
     /// Every worker's replay memory as [`IterationRecord::memories`] held
     /// it (index = rank), loaded with
-    /// [`Learner::load_memory`](shoal_core::Learner::load_memory) by the
+    /// [`Learner::load_memory`](shoal_rl_core::Learner::load_memory) by the
     /// strategies whose workers keep their own (pool, averaging); empty to
     /// keep each learner's memory as it is. Its length must be the world size.
     pub memories: Vec<Vec<u8>>,
@@ -101,7 +101,7 @@ pub struct IterationRecord {
     /// Scalars of the update that produced the current agent (losses,
     /// entropy), namespaced as in [`LearnReport::scalars`].
     pub scalars: Vec<(String, f64)>,
-    /// Every worker's replay memory ([`Learner::save_memory`](shoal_core::Learner::save_memory)), index =
+    /// Every worker's replay memory ([`Learner::save_memory`](shoal_rl_core::Learner::save_memory)), index =
     /// rank, on the iterations where the strategy gathers them for a
     /// checkpoint (`memory_interval` of the pool and averaging configs);
     /// `None` on other iterations and for learners that keep no memory.
@@ -126,7 +126,7 @@ impl IterationRecord {
     /// `workers` workers, with the counters after it and nothing else.
     ///
     /// ```
-    /// use shoal_parallel::{Counters, IterationRecord};
+    /// use shoal_rl_parallel::{Counters, IterationRecord};
     /// let counters = Counters { iteration: 3, episodes: 12, ..Counters::default() };
     /// let mut record = IterationRecord::new("local-sgd", 2, counters);
     /// record.train_return_mean = Some(-1.5);

@@ -2,7 +2,7 @@
 //! the settings every strategy's config shares.
 
 use serde::{Deserialize, Serialize};
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 /// How long a strategy runs and what it does along the way. Every built-in
 /// strategy's config holds one ([`PoolConfig`](crate::PoolConfig),
@@ -11,7 +11,7 @@ use shoal_core::{Error, Result};
 /// own can too.
 ///
 /// ```
-/// use shoal_parallel::Schedule;
+/// use shoal_rl_parallel::Schedule;
 /// let schedule = Schedule::default().iterations(50).episodes_per_iteration(2).eval_interval(5);
 /// assert!(schedule.validate("local-sgd").is_ok());
 /// assert!(Schedule::default().episodes_per_iteration(0).validate("local-sgd").is_err());

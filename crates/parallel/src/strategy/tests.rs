@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use shoal_core::{EvalReport, GradientLearner, LearnReport, Learner, MeanReducer};
+use shoal_rl_core::{EvalReport, GradientLearner, LearnReport, Learner, MeanReducer};
 
 use super::*;
 use crate::testutil::{Quadratic, on_processes, test_path, within};

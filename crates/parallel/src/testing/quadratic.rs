@@ -2,7 +2,7 @@
 //! quadratic bowl) implementing every learner trait, for testing strategies
 //! and communicators without networks or environments.
 
-use shoal_core::{
+use shoal_rl_core::{
     Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result, RolloutLearner,
     derive_seed, split_parameters,
 };
@@ -23,8 +23,8 @@ const TARGET: [f32; 4] = [1.0, -2.0, 0.5, 3.0];
 /// evaluation seed.
 ///
 /// ```
-/// use shoal_core::Learner;
-/// use shoal_parallel::testing::Quadratic;
+/// use shoal_rl_core::Learner;
+/// use shoal_rl_parallel::testing::Quadratic;
 /// let mut learner = Quadratic::new(1, 1);
 /// let before = learner.loss();
 /// learner.learn(20).unwrap();
@@ -137,7 +137,7 @@ impl Quadratic {
 
 impl Learner for Quadratic {
     fn learn(&mut self, episodes: usize) -> Result<LearnReport> {
-        self.train(episodes, &mut shoal_core::Alone)
+        self.train(episodes, &mut shoal_rl_core::Alone)
     }
 
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {

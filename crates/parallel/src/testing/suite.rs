@@ -1,7 +1,7 @@
 //! A reusable conformance check for [`Communicator`] implementations, run
 //! identically on every backend (and usable on your own).
 
-use shoal_core::{Error, Result};
+use shoal_rl_core::{Error, Result};
 
 use crate::comm::{Communicator, comm_error};
 
@@ -17,8 +17,8 @@ const LARGE: usize = 100_000;
 /// A failed check is an [`Error::Comm`] naming the check and the rank.
 ///
 /// ```
-/// use shoal_parallel::run_threads;
-/// use shoal_parallel::testing::check_communicator;
+/// use shoal_rl_parallel::run_threads;
+/// use shoal_rl_parallel::testing::check_communicator;
 /// run_threads(3, check_communicator).unwrap();
 /// ```
 pub fn check_communicator(comm: &dyn Communicator) -> Result<()> {

@@ -23,7 +23,7 @@ from shoal_envs import _core
 
 __all__ = ["WormEnv", "ArmPushEnv", "BallToNetEnv"]
 
-# The longest episode a shoal env accepts (shoal_env::MAX_EPISODE_STEPS):
+# The longest episode a shoal env accepts (shoal_rl_env::MAX_EPISODE_STEPS):
 # with Gymnasium's TimeLimit in charge, the Rust limit is lifted to it.
 _NO_LIMIT = 1_000_000
 
