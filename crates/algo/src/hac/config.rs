@@ -386,6 +386,6 @@ impl HacConfig {
 
     /// `H` of the bounded critic head, when it is bounded.
     pub(super) fn value_bound(&self) -> Option<f32> {
-        self.bounded_critic.then(|| self.horizon as f32)
+        self.bounded_critic.then_some(self.horizon as f32)
     }
 }
