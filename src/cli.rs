@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use shoal_rl_core::{Error, Result};
-use shoal_rl_eval::RunDir;
+use shoal_rl_eval::{CheckpointSelector, RunDir};
 
 use crate::config::{PRESETS, RunConfig, key_docs, preset};
 use crate::overrides::list_keys;
@@ -31,13 +31,18 @@ pub enum Command {
     /// Print the complete configuration (config.toml) that `shoal train`
     /// would run with the same preset and settings.
     Config(ConfigArgs),
-    /// Evaluate a run's latest checkpoint with the policy frozen; prints JSON.
+    /// Evaluate a run's checkpoint (the latest unless --checkpoint says
+    /// otherwise) with the policy frozen; prints JSON.
     Eval {
         /// The run directory.
         run_dir: PathBuf,
         /// Evaluation episodes.
         #[arg(long, value_parser = parse_count, default_value_t = 20)]
         episodes: usize,
+        /// Which checkpoint: `latest`, `best` (the best-evaluated model) or
+        /// a number N (`ckpt-N`).
+        #[arg(long, default_value = "latest")]
+        checkpoint: String,
     },
     /// Write PNG learning curves of one or more runs.
     Plot {
@@ -63,6 +68,10 @@ pub enum Command {
         /// Episodes to render.
         #[arg(long, value_parser = parse_count, default_value_t = 1)]
         episodes: usize,
+        /// Which checkpoint: `latest`, `best` (the best-evaluated model) or
+        /// a number N (`ckpt-N`).
+        #[arg(long, default_value = "latest")]
+        checkpoint: String,
         /// Output GIF (default: RUN_DIR/render.gif).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -302,15 +311,26 @@ pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
 }
 
 /// `shoal eval`.
-pub fn eval(run_dir: &Path, episodes: usize) -> Result<()> {
+pub fn eval(run_dir: &Path, episodes: usize, checkpoint: &str) -> Result<()> {
     check_episodes_flag(episodes, MAX_EVAL_EPISODES)?;
-    let (cfg, mut learner) = load_run(run_dir)?;
+    let (cfg, mut learner) = load_run(run_dir, &parse_checkpoint(checkpoint)?)?;
     let report = learner.evaluate(episodes, eval_seed(&cfg))?;
     println!(
         "{}",
         serde_json::to_string_pretty(&report).expect("report is JSON")
     );
     Ok(())
+}
+
+/// `--checkpoint` of `eval` and `render`: `latest`, `best` or a number;
+/// a path is refused (these commands read the run directory's own).
+pub fn parse_checkpoint(text: &str) -> Result<CheckpointSelector> {
+    match CheckpointSelector::parse(text) {
+        CheckpointSelector::Dir(_) => Err(Error::Config(format!(
+            "--checkpoint expects `latest`, `best` or a checkpoint number, got `{text}`"
+        ))),
+        which => Ok(which),
+    }
 }
 
 /// A count on the command line: digits, or a whole number in exponent

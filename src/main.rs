@@ -23,13 +23,18 @@ fn main() -> ExitCode {
     let outcome = match parsed.command {
         Command::Train(args) => cli::train(args),
         Command::Config(args) => cli::config(&args),
-        Command::Eval { run_dir, episodes } => cli::eval(&run_dir, episodes),
+        Command::Eval {
+            run_dir,
+            episodes,
+            checkpoint,
+        } => cli::eval(&run_dir, episodes, &checkpoint),
         Command::Plot { run_dirs, out } => cli::plot(&run_dirs, out.as_deref()),
         Command::Render {
             run_dir,
             episodes,
+            checkpoint,
             out,
-        } => shoal_rl::render::render(&run_dir, episodes, out.as_deref()),
+        } => shoal_rl::render::render(&run_dir, episodes, &checkpoint, out.as_deref()),
         Command::Compare { run_dirs, markdown } => shoal_rl::render::compare(&run_dirs, markdown),
         Command::Sweep(args) => shoal_rl::sweep::sweep(&args),
         Command::Scale(args) => shoal_rl::scale::scale(&args),

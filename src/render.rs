@@ -18,13 +18,13 @@ use shoal_rl_registry::Scene;
 /// Most episodes `shoal render` draws into one GIF.
 pub const MAX_RENDER_EPISODES: usize = 100;
 
-/// `shoal render`: rolls out the latest checkpoint's frozen policy for
+/// `shoal render`: rolls out the selected checkpoint's frozen policy for
 /// `episodes` episodes (on the evaluation seeds) and writes an animated GIF
 /// plus a PNG of the last frame. A HAC agent's subgoals are drawn too.
-pub fn render(run_dir: &Path, episodes: usize, out: Option<&Path>) -> Result<()> {
+pub fn render(run_dir: &Path, episodes: usize, checkpoint: &str, out: Option<&Path>) -> Result<()> {
     // Every frame of every episode is held in memory until the GIF is encoded.
     crate::cli::check_episodes_flag(episodes, MAX_RENDER_EPISODES)?;
-    let (cfg, state) = load_run_state(run_dir)?;
+    let (cfg, state) = load_run_state(run_dir, &crate::cli::parse_checkpoint(checkpoint)?)?;
     let out = out.map_or_else(|| run_dir.join("render.gif"), Path::to_path_buf);
     let seed = eval_seed(&cfg);
     let entry = cfg.envs.get(&cfg.env.kind)?;

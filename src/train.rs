@@ -403,20 +403,27 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     }
 }
 
-/// A run's config and the learner state of its latest checkpoint.
-pub fn load_run_state(run_dir: &std::path::Path) -> Result<(RunConfig, Vec<u8>)> {
+/// A run's config and the learner state of its selected checkpoint
+/// (`latest`, `best` or a number).
+pub fn load_run_state(
+    run_dir: &std::path::Path,
+    which: &CheckpointSelector,
+) -> Result<(RunConfig, Vec<u8>)> {
     let run = RunDir::new(run_dir);
     let text = std::fs::read_to_string(run.config())
         .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
     let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
     // The model alone: evaluation needs no replay memory, which may be gone.
-    let mut ckpt = load_checkpoint(run.path(), &CheckpointSelector::Latest, Some(&[STATE_BLOB]))?;
+    let mut ckpt = load_checkpoint(run.path(), which, Some(&[STATE_BLOB]))?;
     Ok((cfg, ckpt.take_blob(STATE_BLOB)?))
 }
 
-/// Loads a run's config and latest checkpoint into a fresh learner.
-pub fn load_run(run_dir: &std::path::Path) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
-    let (cfg, state) = load_run_state(run_dir)?;
+/// Loads a run's config and selected checkpoint into a fresh learner.
+pub fn load_run(
+    run_dir: &std::path::Path,
+    which: &CheckpointSelector,
+) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
+    let (cfg, state) = load_run_state(run_dir, which)?;
     let mut learner = make_learner(&cfg, 0, 1.0)?;
     learner.load_state(&state)?;
     Ok((cfg, learner))

@@ -26,6 +26,83 @@ fn train_tiny(dir: &Path, out: &str, extra: &[&str]) -> Output {
 }
 
 #[test]
+fn the_best_evaluated_model_is_kept_and_eval_repeats_its_evaluation() {
+    let dir = scratch("best");
+    let out = train_tiny(
+        &dir,
+        "run",
+        &[
+            "--set",
+            "train.episodes=100",
+            "--set",
+            "train.eval_every=10",
+            "--set",
+            "train.eval_episodes=4",
+            "--set",
+            "train.final_eval_episodes=4",
+            "--set",
+            "train.checkpoint_every=50",
+            // Ten times the preset's step size: the toy gets worse after its
+            // first evaluation, so the best model is not the latest.
+            "--set",
+            "algo.learning_rate=0.1",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = dir.join("run");
+    let evals: Vec<(u64, f64)> = records(&run)
+        .iter()
+        .filter(|r| r["kind"] == "eval")
+        .map(|r| {
+            (
+                r["episode"].as_u64().unwrap(),
+                r["eval/return_mean"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(evals.len(), 10);
+    // The first evaluation with the highest mean return is the best.
+    let (best_episode, best_return) = evals
+        .iter()
+        .copied()
+        .fold((0, f64::NEG_INFINITY), |b, e| if e.1 > b.1 { e } else { b });
+    let last = evals.last().unwrap().1;
+    assert!(
+        last < best_return,
+        "this seed's last evaluation is its best: {evals:?}"
+    );
+    let pointer = std::fs::read_to_string(run.join("checkpoints/best")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            run.join("checkpoints")
+                .join(pointer.trim())
+                .join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["episodes"], best_episode);
+    // Reloaded, each checkpoint repeats its own evaluation exactly.
+    let eval = |which: &str| {
+        let out = shoal_args(
+            &["eval", "run", "--episodes", "4", "--checkpoint", which],
+            &dir,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["return_mean"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(eval("best"), best_return);
+    assert_eq!(eval("latest"), last);
+    let bad = shoal_args(&["eval", "run", "--checkpoint", "runs/x"], &dir);
+    assert_clean_failure(
+        &bad,
+        "--checkpoint expects `latest`, `best` or a checkpoint number",
+    );
+}
+
+#[test]
 fn tiny_training_run_writes_a_complete_run_directory() {
     let dir = scratch("complete");
     let out = train_tiny(&dir, "run", &["--set", "train.final_eval_episodes=5"]);

@@ -211,7 +211,7 @@ fn foreign_directory_as_out_is_refused_and_left_byte_for_byte() {
         &train_args("toy-reinforce", "--out", "done", 20, 10, &[]),
         &dir,
     );
-    assert_clean_failure(&out, "done already holds a run; use --resume done");
+    assert_clean_failure(&out, "done already holds a run; resume it (--resume done");
     assert!(before == snapshot(&dir.join("done")));
 
     std::fs::write(dir.join("a-file"), "x").unwrap();

@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod allocator;
+mod check;
 pub mod docs;
 mod env;
 mod error;
@@ -46,12 +47,16 @@ mod seeding;
 mod space;
 mod stop;
 
+pub use check::{check_env, check_goal_env};
 pub use env::{Env, GoalEnv, Info, Step, TimeLimit};
 pub use error::{Error, Result};
 pub use learner::{
     Alone, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, RolloutLearner,
     SuccessFn, evaluate_policy, evaluate_policy_with, split_parameters,
 };
+/// The `rand` of [`rng_from_seed`]'s generator (0.10): a user on another
+/// major version of rand names this one's traits through it.
+pub use rand;
 pub use seeding::{derive_seed, reseed, rng_from_seed};
 pub use space::Space;
 pub use stop::StopFlag;

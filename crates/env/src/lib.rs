@@ -75,10 +75,11 @@ mod worm;
 
 pub use ball::{BallToNet, BallToNetConfig, scripted_strike_action};
 pub use chain::wrap_angle;
-pub use check::{check_env, check_goal_env};
 pub use limits::{MAX_BODY_PARTS, MAX_EPISODE_STEPS, MAX_SUBSTEPS};
 pub use pendulum::{InvertedPendulum, InvertedPendulumConfig, scripted_swing_up_action};
 pub use push::{ArmPush, ArmPushConfig, scripted_push_action};
+/// The env checker lives in shoal-rl-core (no physics needed to use it).
+pub use shoal_rl_core::{check_env, check_goal_env};
 pub use toy::{PointGoal, PointGoalConfig, PointReach, PointReachConfig};
 pub use ur5::{
     UR5_FOREARM, UR5_SHOULDER_HEIGHT, UR5_UPPER_ARM, Ur5Arm, Ur5Reacher, Ur5ReacherConfig,

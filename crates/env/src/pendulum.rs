@@ -315,7 +315,7 @@ impl GoalEnv for InvertedPendulum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::check_goal_env;
+    use crate::check_goal_env;
 
     #[test]
     fn it_swings_like_a_pendulum_of_its_length() {

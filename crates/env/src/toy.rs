@@ -414,7 +414,7 @@ impl GoalEnv for PointGoal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::{check_env, check_goal_env};
+    use crate::{check_env, check_goal_env};
 
     #[test]
     fn point_reach_passes_the_env_checker_in_1d_and_2d() {

@@ -579,7 +579,7 @@ mod tests {
     use std::f32::consts::FRAC_1_SQRT_2;
 
     use super::*;
-    use crate::check::check_goal_env;
+    use crate::check_goal_env;
 
     fn assert_near(got: [f32; 3], want: [f32; 3], what: &str) {
         let far = got.iter().zip(want).any(|(g, w)| (g - w).abs() > 1e-4);

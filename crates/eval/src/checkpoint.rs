@@ -6,6 +6,8 @@
 //! <run>/checkpoints/ckpt-000007/config.toml the resolved config the run was started with
 //! <run>/checkpoints/ckpt-000007/learner.bin one file per named blob; "worker-1/replay"
 //! <run>/checkpoints/ckpt-000007/worker-1/replay.bin   lives in a subfolder
+//! <run>/checkpoints/best                   "best-000004\n": the best-evaluated model
+//! <run>/checkpoints/best-000004/…          its learner state (no replay memory)
 //! ```
 //!
 //! A commit writes the whole new checkpoint under a temp name, syncs it,
@@ -14,7 +16,9 @@
 //! checkpoint (or absent if none was ever completed). Loading verifies every
 //! file's length and checksum, so a damaged checkpoint is an error naming the
 //! file rather than a silently wrong agent. One process (rank 0) writes a
-//! run's checkpoints.
+//! run's checkpoints. The best-evaluated model ([`CheckpointWriter::commit_best`])
+//! is a series of its own, of which only the newest is kept, so pruning the
+//! numbered checkpoints never removes it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -38,6 +42,24 @@ const META_FILE: &str = "meta.json";
 const CONFIG_FILE: &str = "config.toml";
 const BLOB_EXTENSION: &str = ".bin";
 const DIR_PREFIX: &str = "ckpt-";
+
+/// A series of checkpoint folders `<prefix>NNNNNN` and the pointer file
+/// naming the current one.
+struct Series {
+    prefix: &'static str,
+    pointer: &'static str,
+}
+
+/// The checkpoints a run resumes from.
+const NUMBERED: Series = Series {
+    prefix: DIR_PREFIX,
+    pointer: LATEST_FILE,
+};
+/// The best-evaluated model.
+const BEST: Series = Series {
+    prefix: "best-",
+    pointer: "best",
+};
 const TEMP_PREFIX: &str = ".tmp-";
 /// Checkpoints kept after a commit unless [`CheckpointWriter::keep`] says otherwise.
 const DEFAULT_KEEP: usize = 2;
@@ -168,6 +190,17 @@ impl<'a> CheckpointWriter<'a> {
     /// Returns the new checkpoint's directory. On error, `latest` and every
     /// existing checkpoint are unchanged.
     pub fn commit(self) -> Result<PathBuf> {
+        self.commit_to(&NUMBERED)
+    }
+
+    /// Writes the checkpoint as the run's best model: `checkpoints/best`
+    /// points at it and the previous best is removed. The numbered
+    /// checkpoints and `latest` are untouched. Returns its directory.
+    pub fn commit_best(self) -> Result<PathBuf> {
+        self.keep(1).commit_to(&BEST)
+    }
+
+    fn commit_to(self, series: &Series) -> Result<PathBuf> {
         let checkpoints = self.run_dir.join(CHECKPOINTS_DIR);
         if let Some(reason) = &self.invalid {
             return Err(Error::file(
@@ -176,10 +209,10 @@ impl<'a> CheckpointWriter<'a> {
             ));
         }
         create_dir_all(&checkpoints)?;
-        let number = numbered_dirs(&checkpoints)?
+        let number = numbered_dirs(&checkpoints, series)?
             .last()
             .map_or(1, |(n, _)| n + 1);
-        let name = format!("{DIR_PREFIX}{number:06}");
+        let name = format!("{}{number:06}", series.prefix);
         let temp = checkpoints.join(format!("{TEMP_PREFIX}{name}-{}", std::process::id()));
         let final_dir = checkpoints.join(&name);
 
@@ -196,12 +229,12 @@ impl<'a> CheckpointWriter<'a> {
         }
         sync_dir(&checkpoints);
         atomic_write(
-            checkpoints.join(LATEST_FILE),
+            checkpoints.join(series.pointer),
             format!("{name}\n").as_bytes(),
         )?;
         // Pruning is housekeeping: the checkpoint is already committed, so a
         // failure to delete an old one must not be reported as a failed save.
-        prune(&checkpoints, self.keep);
+        prune(&checkpoints, series, self.keep);
         Ok(final_dir)
     }
 
@@ -358,6 +391,8 @@ impl Checkpoint {
 pub enum CheckpointSelector {
     /// The one `checkpoints/latest` points to.
     Latest,
+    /// The best-evaluated model, which `checkpoints/best` points to.
+    Best,
     /// `checkpoints/ckpt-NNNNNN` by its number.
     Number(u64),
     /// A checkpoint folder given by path.
@@ -365,11 +400,12 @@ pub enum CheckpointSelector {
 }
 
 impl CheckpointSelector {
-    /// `latest`, a number (`3`), a folder name (`ckpt-000003`) or a path.
+    /// `latest`, `best`, a number (`3`), a folder name (`ckpt-000003`) or a path.
     ///
     /// ```
     /// use shoal_rl_eval::CheckpointSelector as S;
     /// assert_eq!(S::parse("latest"), S::Latest);
+    /// assert_eq!(S::parse("best"), S::Best);
     /// assert_eq!(S::parse("3"), S::Number(3));
     /// assert_eq!(S::parse("ckpt-000003"), S::Number(3));
     /// assert_eq!(S::parse("runs/a/checkpoints/ckpt-000003"), S::Dir("runs/a/checkpoints/ckpt-000003".into()));
@@ -378,6 +414,8 @@ impl CheckpointSelector {
         let text = text.trim();
         if text == LATEST_FILE {
             CheckpointSelector::Latest
+        } else if text == BEST.pointer {
+            CheckpointSelector::Best
         } else if let Some(n) = text.parse::<u64>().ok().or_else(|| parse_dir_number(text)) {
             CheckpointSelector::Number(n)
         } else {
@@ -432,28 +470,34 @@ pub fn load_checkpoint(
             }
             return load(&dir);
         }
-        CheckpointSelector::Latest => match latest_dir(&checkpoints) {
+        CheckpointSelector::Latest => match current_dir(&checkpoints, &NUMBERED) {
             Ok(dir) => dir,
             Err(error) => return Err(with_intact_hint(error, &checkpoints, None, &load)),
         },
+        CheckpointSelector::Best => return load(&current_dir(&checkpoints, &BEST)?),
     };
     load(&dir).map_err(|error| with_intact_hint(error, &checkpoints, Some(&dir), &load))
 }
 
-/// The folder `checkpoints/latest` names, checked to exist.
-fn latest_dir(checkpoints: &Path) -> Result<PathBuf> {
+/// The folder the series' pointer (`checkpoints/latest`, `checkpoints/best`)
+/// names, checked to exist.
+fn current_dir(checkpoints: &Path, series: &Series) -> Result<PathBuf> {
     if !checkpoints.is_dir() {
         return Err(Error::file(
             checkpoints,
             "no checkpoints: this run directory has never saved one",
         ));
     }
-    let pointer = checkpoints.join(LATEST_FILE);
+    let pointer = checkpoints.join(series.pointer);
     if !pointer.exists() {
-        return Err(Error::file(&pointer, "checkpoint pointer is missing"));
+        let what = match series.pointer {
+            LATEST_FILE => "checkpoint pointer is missing",
+            _ => "is missing: no evaluation of this run has been kept as its best",
+        };
+        return Err(Error::file(&pointer, what));
     }
     let name = crate::fsio::read_text(&pointer)?.trim().to_string();
-    if parse_dir_number(&name).is_none() {
+    if parse_series_number(&name, series).is_none() {
         return Err(Error::file(
             &pointer,
             format!("does not name a checkpoint folder: {name:?}"),
@@ -481,7 +525,7 @@ fn with_intact_hint(
         return error;
     };
     let dirs = if checkpoints.is_dir() {
-        numbered_dirs(checkpoints).unwrap_or_default()
+        numbered_dirs(checkpoints, &NUMBERED).unwrap_or_default()
     } else {
         Vec::new()
     };
@@ -507,14 +551,14 @@ pub fn list_checkpoints(run_dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
     if !checkpoints.is_dir() {
         return Ok(Vec::new());
     }
-    Ok(numbered_dirs(&checkpoints)?
+    Ok(numbered_dirs(&checkpoints, &NUMBERED)?
         .into_iter()
         .map(|(_, dir)| dir)
         .collect())
 }
 
 /// `ckpt-NNNNNN` folders in `checkpoints`, sorted by number.
-fn numbered_dirs(checkpoints: &Path) -> Result<Vec<(u64, PathBuf)>> {
+fn numbered_dirs(checkpoints: &Path, series: &Series) -> Result<Vec<(u64, PathBuf)>> {
     let entries = fs::read_dir(checkpoints)
         .map_err(|e| Error::io(format!("listing {}", checkpoints.display()), e))?;
     let mut dirs = Vec::new();
@@ -522,7 +566,7 @@ fn numbered_dirs(checkpoints: &Path) -> Result<Vec<(u64, PathBuf)>> {
         let entry =
             entry.map_err(|e| Error::io(format!("listing {}", checkpoints.display()), e))?;
         let name = entry.file_name();
-        if let Some(number) = name.to_str().and_then(parse_dir_number)
+        if let Some(number) = name.to_str().and_then(|n| parse_series_number(n, series))
             && entry.path().is_dir()
         {
             dirs.push((number, entry.path()));
@@ -533,7 +577,11 @@ fn numbered_dirs(checkpoints: &Path) -> Result<Vec<(u64, PathBuf)>> {
 }
 
 fn parse_dir_number(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix(DIR_PREFIX)?;
+    parse_series_number(name, &NUMBERED)
+}
+
+fn parse_series_number(name: &str, series: &Series) -> Option<u64> {
+    let digits = name.strip_prefix(series.prefix)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -542,8 +590,8 @@ fn parse_dir_number(name: &str) -> Option<u64> {
 
 /// Removes all but the newest `keep` checkpoints and this process's
 /// leftovers of failed commits.
-fn prune(checkpoints: &Path, keep: usize) {
-    if let Ok(dirs) = numbered_dirs(checkpoints) {
+fn prune(checkpoints: &Path, series: &Series, keep: usize) {
+    if let Ok(dirs) = numbered_dirs(checkpoints, series) {
         let excess = dirs.len().saturating_sub(keep);
         for (_, dir) in &dirs[..excess] {
             let _ = fs::remove_dir_all(dir);
@@ -691,6 +739,39 @@ mod tests {
         assert_eq!(checkpoint.meta().format_version, CHECKPOINT_FORMAT_VERSION);
         let names: Vec<&str> = checkpoint.blob_names().collect();
         assert_eq!(names, vec!["empty", "learner", "worker-1/replay"]);
+    }
+
+    #[test]
+    fn the_best_model_is_a_series_of_its_own_that_pruning_never_touches() {
+        let dir = TempDir::new("ckpt-best");
+        let best = |n: u8| {
+            CheckpointWriter::new(dir.path(), CONFIG, progress(u64::from(n)))
+                .blob("learner", vec![n; 4])
+                .extra("score", f64::from(n))
+                .commit_best()
+                .unwrap()
+        };
+        commit(dir.path(), 1, b"one");
+        let none = load_checkpoint(dir.path(), &CheckpointSelector::Best, None).unwrap_err();
+        assert!(none.to_string().contains("no evaluation"), "{none}");
+        let first = best(3);
+        // Numbered checkpoints come and go around it.
+        for n in 2..6 {
+            commit(dir.path(), n, b"later");
+        }
+        let kept = load_checkpoint(dir.path(), &CheckpointSelector::Best, None).unwrap();
+        assert_eq!(
+            (kept.dir(), kept.blob("learner").unwrap()),
+            (first.as_path(), &[3u8; 4][..])
+        );
+        assert_eq!(load_latest(dir.path()).unwrap().progress().episodes, 5);
+        assert_eq!(list_checkpoints(dir.path()).unwrap().len(), 2);
+        // A better model replaces it; only one best folder remains.
+        let second = best(4);
+        assert!(!first.exists() && second.exists());
+        let kept = load_checkpoint(dir.path(), &CheckpointSelector::Best, None).unwrap();
+        assert_eq!(kept.meta().extra["score"], 4.0);
+        assert_eq!(load_latest(dir.path()).unwrap().progress().episodes, 5);
     }
 
     #[test]

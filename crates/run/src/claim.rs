@@ -20,7 +20,9 @@ pub(crate) type OpenRun = (RunDir, Option<Checkpoint>);
 pub(crate) fn open_run(spec: &RunSpec, options: &RunOptions) -> Result<OpenRun> {
     if options.checkpoint.is_some() && options.resume.is_none() {
         return Err(Error::Config(
-            "--checkpoint selects what --resume continues from; give --resume DIR too".into(),
+            "a checkpoint to continue from needs the run to resume: give its directory too \
+             (--resume DIR; RunOptions::resume)"
+                .into(),
         ));
     }
     let (run, checkpoint) = match &options.resume {
@@ -101,7 +103,8 @@ fn claim_out_dir(out: &Path) -> Result<RunDir> {
     let refuse = |names: &[String]| -> Result<()> {
         if names.iter().any(|n| n == CONFIG_FILE) {
             return Err(Error::Config(format!(
-                "{} already holds a run; use --resume {} or another --out",
+                "{} already holds a run; resume it (--resume {}; RunOptions::resume) or write \
+                 another directory",
                 out.display(),
                 out.display()
             )));

@@ -93,7 +93,8 @@ fn with_run_facts(summary: Summary, spec: &RunSpec) -> Summary {
 /// The error an interrupted run ends with: what was saved, how to go on.
 pub(crate) fn interrupted_error(spec: &RunSpec, run: &Path, summary: &Summary) -> Error {
     Error::Interrupted(format!(
-        "stopped after {} of {} episodes, checkpoint written; continue with --resume {}",
+        "stopped after {} of {} episodes, checkpoint written; resume {} to continue \
+         (--resume; RunOptions::resume)",
         summary.episodes,
         spec.train.episodes,
         run.display()

@@ -80,13 +80,17 @@ mod stop;
 use std::path::PathBuf;
 
 use shoal_rl_core::{Learner, Result};
-use shoal_rl_eval::{RunDir, Summary};
+use shoal_rl_eval::RunDir;
 
 pub use parallel::{StrategySetup, train_parallel};
 pub use progress::ProgressReporter;
 pub use recorder::{
     DEFAULT_TARGET_SUCCESS, NO_STOP_TARGET, STATE_BLOB, eval_seed, memory_blob, run_target,
 };
+/// What a run returns and how workers talk, re-exported so a user of this
+/// crate alone can name them.
+pub use shoal_rl_eval::Summary;
+pub use shoal_rl_parallel::Backend;
 pub use spec::{MigrateFn, ParallelSpec, Reference, ReferenceFn, RunOptions, RunSpec, TrainConfig};
 pub use stop::{INTERRUPTED_EXIT, stop_on_signals};
 

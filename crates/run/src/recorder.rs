@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use shoal_rl_core::{Error, EvalReport, Learner, Result, derive_seed};
 use shoal_rl_eval::{
-    Checkpoint, CheckpointWriter, MetricsLog, Progress, Record, RecordKind, RunDir, Target,
+    Checkpoint, CheckpointSelector, CheckpointWriter, MetricsLog, Progress, Record, RecordKind,
+    RunDir, Target, load_checkpoint,
 };
 use shoal_rl_parallel::{Control, Counters, IterationRecord, RecordValue, WorkerProfile};
 
@@ -152,6 +153,17 @@ pub(crate) struct Recorder {
     /// (`train.stop_at_target`).
     stop_target: Option<Target>,
     pub(crate) reference: LazyReference,
+    /// The score of the model kept as `checkpoints/best`, if any.
+    best_score: Option<f64>,
+}
+
+/// Key of a best checkpoint's score in its meta file.
+const BEST_SCORE: &str = "score";
+
+/// What decides the best model: the success rate where the task has one,
+/// else the mean return (as Stable-Baselines3's `EvalCallback`).
+fn eval_score(eval: &EvalReport) -> f64 {
+    eval.success_rate.unwrap_or(eval.return_mean)
 }
 
 impl Recorder {
@@ -185,7 +197,15 @@ impl Recorder {
             }
             false => None,
         };
+        // A resumed run keeps comparing against the best it already kept.
+        let best_score = match resume {
+            Some(_) => load_checkpoint(run.path(), &CheckpointSelector::Best, Some(&[]))
+                .ok()
+                .and_then(|best| best.meta().extra.get(BEST_SCORE)?.as_f64()),
+            None => None,
+        };
         Ok(Recorder {
+            best_score,
             run,
             metrics,
             progress,
@@ -238,6 +258,35 @@ impl Recorder {
                     .and_then(serde_json::Value::as_f64),
             )
         }))
+    }
+
+    /// Keeps `learner` as the run's best model (`checkpoints/best`, its
+    /// state without replay memory) when `eval` scores higher than every
+    /// evaluation before it.
+    pub(crate) fn keep_if_best<L: Learner + ?Sized>(
+        &mut self,
+        learner: &L,
+        counters: Counters,
+        eval: &EvalReport,
+    ) -> Result<()> {
+        let score = eval_score(eval);
+        if self.best_score.is_some_and(|best| score <= best) || !score.is_finite() {
+            return Ok(());
+        }
+        let progress = Progress {
+            episodes: counters.episodes,
+            env_steps: counters.env_steps,
+            wall_s: self.wall(),
+            iteration: counters.iteration,
+            seed: self.seed,
+        };
+        CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
+            .blob(STATE_BLOB, learner.save_state())
+            .extra(BEST_SCORE, score)
+            .extra("eval_env_steps", counters.eval_env_steps)
+            .commit_best()?;
+        self.best_score = Some(score);
+        Ok(())
     }
 
     /// Writes a checkpoint of `learner` after `counters`, with every
@@ -326,7 +375,10 @@ impl Recorder {
         }
         self.metrics.write(&line)?;
         let stop = match &record.eval {
-            Some(eval) => self.eval(counters, eval)?,
+            Some(eval) => {
+                self.keep_if_best(learner, counters, eval)?;
+                self.eval(counters, eval)?
+            }
             None => false,
         };
         // A stop at the target comes at an evaluation, which

@@ -71,6 +71,7 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         if counters.episodes % train.eval_every == 0 || done {
             let eval = learner.evaluate(train.eval_episodes, eval_seed(spec.seed))?;
             counters.eval_env_steps += shoal_rl_parallel::eval_steps(&eval);
+            recorder.keep_if_best(learner, counters, &eval)?;
             done |= recorder.eval(counters, &eval)?;
         }
         let stopping = stop.is_requested() && !done;
