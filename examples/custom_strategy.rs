@@ -4,6 +4,11 @@
 //! few episodes, then the parameters of all workers are averaged with one
 //! all-reduce and every worker continues from the average.
 //!
+//! With `--sync-every K` the workers average only every K iterations and
+//! learn alone in between, each with its own optimiser; a checkpoint taken
+//! between syncs holds every worker's own state, so a resume from it (or
+//! from a Ctrl-C) continues exactly.
+//!
 //! The strategy implements the three required methods of
 //! [`Strategy`](shoal_rl::parallel::Strategy); the provided driver, the
 //! [`Context`](shoal_rl::parallel::Context) helpers and
@@ -32,10 +37,11 @@ use shoal_rl::train::run_strategy;
 /// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
 const NAME: &str = "local-sgd";
 
-/// Average the workers' parameters every `schedule.episodes_per_iteration`
-/// episodes of each.
+/// Average the workers' parameters every `sync_every` iterations of
+/// `schedule.episodes_per_iteration` episodes each.
 struct LocalSgd {
     schedule: Schedule,
+    sync_every: u64,
 }
 
 impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
@@ -57,23 +63,25 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
         let outcome = learner
             .learn(self.schedule.episodes_per_iteration)
             .map(|report| WorkerStats::from_report(&report));
-        let mut record = ctx.share_record(outcome, |stats| {
-            let mut record = ctx.record(stats);
-            record.scalars = stats[0].scalars.clone();
-            Ok(record)
-        })?;
+        // The record carries rank 0's losses, as the built-ins' do.
+        let mut record = ctx.share_record(outcome, |stats| Ok(ctx.record(stats)))?;
 
-        // 2. Average the parameters: every worker continues from the mean.
-        //    Each worker's optimiser has seen only its own gradients; they
-        //    all adopt rank 0's, so every worker holds one state — the state
-        //    a checkpoint saves and a resume restores exactly.
+        // 2. Every `sync_every` iterations, average the parameters: every
+        //    worker continues from the mean. Each worker's optimiser has
+        //    seen only its own gradients; they all adopt rank 0's, so the
+        //    workers leave a sync as one. Between syncs they differ, and
+        //    checkpoints keep each worker's own state.
+        //    (Not `ctx.is_due`, which is also due after the last iteration:
+        //    a run's syncs must not depend on its budget.)
         let comm = ctx.comm();
-        let mut params = learner.parameters();
-        comm.all_reduce_sum(&mut params)?;
-        let workers = comm.size() as f32;
-        params.iter_mut().for_each(|p| *p /= workers);
-        learner.set_parameters(&params)?;
-        ctx.broadcast_state(learner)?;
+        if ctx.iteration().is_multiple_of(self.sync_every) {
+            let mut params = learner.parameters();
+            comm.all_reduce_sum(&mut params)?;
+            let workers = comm.size() as f32;
+            params.iter_mut().for_each(|p| *p /= workers);
+            learner.set_parameters(&params)?;
+            ctx.broadcast_state(learner)?;
+        }
 
         // 3. Evaluate the average now and then; rank 0 evaluates, everyone
         //    receives the report so every rank ends with the same record.
@@ -93,12 +101,16 @@ impl<L: GradientLearner + ?Sized> Strategy<L> for LocalSgd {
 struct Cli {
     #[command(flatten)]
     train: TrainArgs,
+    /// Average the workers every K iterations (1: every iteration).
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    sync_every: u64,
 }
 
 fn main() {
     // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
     shoal_rl::allocator::keep_freed_memory_for_reuse();
-    let mut args = Cli::parse().train;
+    let cli = Cli::parse();
+    let (mut args, sync_every) = (cli.train, cli.sync_every);
     if args.resume.is_none() {
         args.source.get_or_insert_with(|| "toy-reinforce".into());
         args.settings
@@ -115,6 +127,7 @@ fn main() {
         run_strategy(&args.plan(cfg), |setup| {
             Ok(LocalSgd {
                 schedule: setup.schedule(),
+                sync_every,
             })
         })
     });

@@ -22,6 +22,24 @@ fn run_example(dir: &Path, args: &[&str]) {
 }
 
 #[test]
+fn workers_that_differ_between_syncs_resume_exactly_from_a_checkpoint_between_them() {
+    // Averaging every 3 iterations, the checkpoint after iteration 8 falls
+    // between syncs: each worker's own state must come back.
+    let dir = scratch("custom-strategy-sync");
+    let common = ["--workers", "2", "--sync-every", "3"];
+    let run = |extra: &[&str]| run_example(&dir, &[&common[..], extra].concat());
+    run(&["--set", "train.episodes=320", "--out", "whole"]);
+    run(&["--set", "train.episodes=160", "--out", "split"]);
+    let checkpoint = dir.join("split/checkpoints/ckpt-000001");
+    assert!(
+        checkpoint.join("worker-1/learner.bin").is_file(),
+        "the second worker's own state is kept"
+    );
+    run(&["--set", "train.episodes=320", "--resume", "split"]);
+    assert_eq!(records(&dir.join("split")), records(&dir.join("whole")));
+}
+
+#[test]
 fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
     let dir = scratch("custom-strategy");
     let mut uninterrupted = None;

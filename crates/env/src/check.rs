@@ -3,7 +3,7 @@
 
 #[cfg(test)]
 mod tests {
-    use shoal_rl_core::{Env, Error, GoalEnv, Info, Result, Space, Step, check_goal_env};
+    use shoal_rl_core::{Env, GoalEnv, Result, Space, Step, check_goal_env};
 
     #[test]
     fn arm_tasks_pass_the_goal_env_checker() {

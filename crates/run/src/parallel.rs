@@ -14,7 +14,9 @@ use shoal_rl_parallel::{
 
 use crate::claim::{OpenRun, open_run};
 use crate::finish::{finish_run, interrupted_error, write_interrupted};
-use crate::recorder::{Recorder, STATE_BLOB, checkpoint_counters, eval_seed, worker_memories};
+use crate::recorder::{
+    Recorder, STATE_BLOB, checkpoint_counters, eval_seed, worker_memories, worker_states,
+};
 use crate::spec::{RunOptions, RunSpec};
 use crate::stop::stop_guard;
 
@@ -199,6 +201,7 @@ where
             counters: checkpoint_counters(ckpt),
             state: Some(ckpt.blob(STATE_BLOB)?.to_vec()),
             memories: worker_memories(ckpt)?,
+            states: worker_states(ckpt)?,
             ..Resume::default()
         },
         _ => Resume::default(),

@@ -39,6 +39,30 @@ pub fn memory_blob(rank: usize) -> String {
     }
 }
 
+/// The checkpoint blob holding rank `rank`'s learner state: rank 0's is the
+/// run's state; a worker's own is kept only where it differs.
+fn state_blob(rank: usize) -> String {
+    if rank == 0 {
+        STATE_BLOB.into()
+    } else {
+        format!("worker-{rank}/{STATE_BLOB}")
+    }
+}
+
+/// Every worker's learner state in a checkpoint, by rank (empty: every
+/// worker held rank 0's).
+pub(crate) fn worker_states(ckpt: &Checkpoint) -> Result<Vec<Vec<u8>>> {
+    let names: Vec<&str> = ckpt.blob_names().collect();
+    if !names.contains(&state_blob(1).as_str()) {
+        return Ok(Vec::new());
+    }
+    let mut states = Vec::new();
+    while names.contains(&state_blob(states.len()).as_str()) {
+        states.push(ckpt.blob(&state_blob(states.len()))?.to_vec());
+    }
+    Ok(states)
+}
+
 /// Every worker's replay memory in a checkpoint, by rank (empty: none).
 pub(crate) fn worker_memories(ckpt: &Checkpoint) -> Result<Vec<Vec<u8>>> {
     let names: Vec<&str> = ckpt.blob_names().collect();
@@ -297,6 +321,7 @@ impl Recorder {
         learner: &L,
         counters: Counters,
         worker_memories: Option<&[Vec<u8>]>,
+        worker_states: Option<&[Vec<u8>]>,
     ) -> Result<()> {
         let progress = Progress {
             episodes: counters.episodes,
@@ -322,6 +347,10 @@ impl Recorder {
             .extra("eval_env_steps", counters.eval_env_steps);
         for (rank, memory) in memories.iter().enumerate() {
             writer = writer.blob(&memory_blob(rank), &memory[..]);
+        }
+        // Rank 0's state is `learner`'s, written above.
+        for (rank, state) in worker_states.unwrap_or_default().iter().enumerate().skip(1) {
+            writer = writer.blob(&state_blob(rank), &state[..]);
         }
         writer.commit()?;
         Ok(())
@@ -387,7 +416,12 @@ impl Recorder {
             || record.iteration == last_iteration
             || record.stop_requested
         {
-            self.checkpoint(learner, counters, record.memories.as_deref())?;
+            self.checkpoint(
+                learner,
+                counters,
+                record.memories.as_deref(),
+                record.states.as_deref(),
+            )?;
         }
         self.progress
             .advance(record.episodes, record.train_return_mean);

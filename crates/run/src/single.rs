@@ -60,7 +60,7 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
             }
             // Written even when nothing was learned: the last stretch may
             // have ended at an evaluation that was no checkpoint.
-            recorder.checkpoint(learner, counters, None)?;
+            recorder.checkpoint(learner, counters, None, None)?;
             return interrupted(spec, &mut recorder, counters);
         }
         counters.iteration += 1;
@@ -76,7 +76,7 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         }
         let stopping = stop.is_requested() && !done;
         if counters.episodes % train.checkpoint_every == 0 || done || stopping {
-            recorder.checkpoint(learner, counters, None)?;
+            recorder.checkpoint(learner, counters, None, None)?;
         }
         recorder
             .progress

@@ -69,11 +69,17 @@ impl<'a> Context<'a> {
         share(self.comm, from_root)
     }
 
-    /// The record of the current iteration from every worker's stats, with
-    /// the counters advanced by them and nothing else set.
+    /// The record of the current iteration from every worker's stats: the
+    /// counters advanced by them, and rank 0's learner scalars (losses,
+    /// entropy) as the update's, which a strategy may replace (the pool
+    /// reports its winner's).
     pub fn record(&self, stats: &[WorkerStats]) -> IterationRecord {
         let mut counters = self.counters;
-        record_from_stats(self.name, &mut counters, stats)
+        let mut record = record_from_stats(self.name, &mut counters, stats);
+        if let Some(first) = stats.first() {
+            record.scalars = first.scalars.clone();
+        }
+        record
     }
 
     /// Whether a task done every `interval` iterations (0: never) and
@@ -139,16 +145,21 @@ impl<'a> Context<'a> {
 
     /// Loads the resumed state (if any) on every rank, else rank 0's
     /// learner's state, so every worker starts from the same agent,
-    /// optimiser moments included. For [`Strategy::start`](crate::Strategy::start).
+    /// optimiser moments included; a resumed run whose workers differed
+    /// then gives each worker its own state back ([`Resume::states`]).
+    /// For [`Strategy::start`](crate::Strategy::start).
     pub fn start_from_root<L: Learner + ?Sized>(&self, learner: &mut L) -> Result<()> {
         match (&self.resume.state, self.comm.is_root()) {
             (Some(state), true) => {
                 let mut state = state.clone();
                 self.comm.broadcast_bytes(&mut state, 0)?;
-                learner.load_state(&state)
+                learner.load_state(&state)?;
             }
-            _ => self.broadcast_state(learner),
+            _ => self.broadcast_state(learner)?,
         }
+        scatter_from_root(self.comm, &self.resume.states, "learner states", |bytes| {
+            learner.load_state(bytes)
+        })
     }
 
     /// Every rank adopts rank 0's learner state as it is now
@@ -253,10 +264,15 @@ pub(crate) fn decide<L: Learner + ?Sized>(
         let mine = learner.save_memory().unwrap_or_default();
         let all = comm.gather_bytes(&mine, 0)?;
         record.memories = all.filter(|all| all.iter().any(|m| !m.is_empty()));
+        // Kept only where some worker's state is not rank 0's: strategies
+        // that sync every iteration store one state, as before.
+        let all = comm.gather_bytes(&learner.save_state(), 0)?;
+        record.states = all.filter(|all| all[1..].iter().any(|s| *s != all[0]));
     }
     let from_root = comm.is_root().then(|| on_iteration(record, learner));
     // The memories can be large; the record outlives the callback.
     record.memories = None;
+    record.states = None;
     share(comm, from_root)
 }
 
@@ -267,11 +283,26 @@ pub(crate) fn restore_memories<L: Learner + ?Sized>(
     memories: &[Vec<u8>],
     learner: &mut L,
 ) -> Result<()> {
+    scatter_from_root(comm, memories, "replay memories", |bytes| {
+        learner.load_memory(bytes)
+    })
+}
+
+/// Hands each rank its own item of rank 0's `items` (one per rank; empty:
+/// nothing to do) and loads it with `load`; the others' copies of `items`
+/// are ignored. Refused on every rank if rank 0 holds another count than
+/// the world's (`what` names the items).
+fn scatter_from_root(
+    comm: &dyn Communicator,
+    items: &[Vec<u8>],
+    what: &str,
+    mut load: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let count = comm.is_root().then(|| {
-        let n = memories.len();
+        let n = items.len();
         require(n == 0 || n == comm.size(), || {
             format!(
-                "the checkpoint holds the replay memories of {n} workers, the run has {}",
+                "the checkpoint holds the {what} of {n} workers, the run has {}",
                 comm.size()
             )
         })
@@ -281,14 +312,14 @@ pub(crate) fn restore_memories<L: Learner + ?Sized>(
         return Ok(());
     }
     if comm.is_root() {
-        learner.load_memory(&memories[0])?;
+        load(&items[0])?;
     }
     for rank in 1..comm.size() {
-        // Only rank 0 holds the memories; the others receive them.
-        let mut bytes = memories.get(rank).cloned().unwrap_or_default();
+        // Only rank 0 holds the items; the others receive them.
+        let mut bytes = items.get(rank).cloned().unwrap_or_default();
         comm.broadcast_bytes(&mut bytes, 0)?;
         if comm.rank() == rank {
-            learner.load_memory(&bytes)?;
+            load(&bytes)?;
         }
     }
     Ok(())

@@ -45,6 +45,12 @@ pub struct Resume {
     /// strategies whose workers keep their own (pool, averaging); empty to
     /// keep each learner's memory as it is. Its length must be the world size.
     pub memories: Vec<Vec<u8>>,
+    /// Every worker's learner state as [`IterationRecord::states`] held it
+    /// (index = rank), for strategies whose workers differ between syncs:
+    /// after `state` is loaded everywhere, each rank loads its own
+    /// ([`Context::start_from_root`](crate::Context::start_from_root)). Empty
+    /// when every worker held rank 0's state. Its length must be the world size.
+    pub states: Vec<Vec<u8>>,
     /// Rank 0's stop request (SIGINT, SIGTERM): when raised, the iteration
     /// under way finishes, every worker's memory is gathered, rank 0's
     /// callback sees [`IterationRecord::stop_requested`] and the run ends on
@@ -108,6 +114,13 @@ pub struct IterationRecord {
     /// Rank 0's callback alone sees it; it is never serialised.
     #[serde(skip)]
     pub memories: Option<Vec<Vec<u8>>>,
+    /// Every worker's learner state ([`Learner::save_state`](shoal_rl_core::Learner::save_state)),
+    /// index = rank, gathered with the memories, when some worker's differs
+    /// from rank 0's (workers that learn alone between syncs); `None`
+    /// otherwise. A checkpoint keeps them, so a resume restores each
+    /// worker exactly. Rank 0's callback alone sees it; never serialised.
+    #[serde(skip)]
+    pub states: Option<Vec<Vec<u8>>>,
     /// Where every worker's time went since the previous record, by rank
     /// (empty if the strategy did not attach profiles; see
     /// [`Context::with_profile`](crate::Context::with_profile)). Measured, so it differs from run to run
@@ -146,6 +159,7 @@ impl IterationRecord {
             fields: Vec::new(),
             scalars: Vec::new(),
             memories: None,
+            states: None,
             profile: Measured::default(),
             stop_requested: false,
         }
