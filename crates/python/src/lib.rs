@@ -440,7 +440,11 @@ macro_rules! goal_env_class {
 config_class!(WormConfig, "WormConfig", shoal_rl_env::Worm);
 config_class!(ArmPushConfig, "ArmPushConfig", shoal_rl_env::ArmPush);
 config_class!(BallToNetConfig, "BallToNetConfig", shoal_rl_env::BallToNet);
-config_class!(Ur5ReacherConfig, "UR5ReacherConfig", shoal_rl_env::Ur5Reacher);
+config_class!(
+    Ur5ReacherConfig,
+    "UR5ReacherConfig",
+    shoal_rl_env::Ur5Reacher
+);
 config_class!(
     PendulumConfig,
     "PendulumConfig",
