@@ -546,6 +546,9 @@ fn longer_worm(links: usize, base: RunConfig) -> RunConfig {
     }
     if cfg.parallel.strategy == StrategyKind::Pool {
         cfg.parallel.worker_lr_scales = vec![1.0, 3.0];
+        // 10 000 lineage episodes, the single learner's budget: the budget
+        // the pool's results were measured with (docs/experiments/pool-worm.md).
+        cfg.train.episodes = 20_000;
     }
     cfg
 }
@@ -1360,7 +1363,8 @@ mod tests {
     }
 
     #[test]
-    fn longer_worm_presets_differ_from_the_worm_presets_in_links_and_measured_rates_only() {
+    fn longer_worm_presets_differ_from_the_worm_presets_in_links_measured_rates_and_pool_budget_only()
+     {
         for (name, base, links, pool_scales) in [
             ("worm5-reinforce", "worm-reinforce", 5, None),
             ("worm5-pool", "worm-pool", 5, Some(vec![1.0, 3.0])),
@@ -1383,6 +1387,8 @@ mod tests {
             if let Some(scales) = pool_scales {
                 assert_eq!(longer.parallel.worker_lr_scales, scales, "{name}");
                 longer.parallel.worker_lr_scales = base_cfg.parallel.worker_lr_scales.clone();
+                assert_eq!(longer.train.episodes, 20_000, "{name}");
+                longer.train.episodes = base_cfg.train.episodes;
             }
             longer.preset = base.into();
             assert_eq!(longer, base_cfg, "{name}");
