@@ -167,15 +167,16 @@ class BallToNetEnv(_GoalEnv):
 
 class UR5ReacherEnv(_GoalEnv):
     """``shoal/UR5Reacher-v1``: turn a UR5's three main joints to goal angles
-    (Rust ``ur5-reacher``), the HAC paper's reacher.
+    (Rust ``ur5-reacher``), the HAC paper's reacher on the paper's model.
 
     Keyword arguments are the fields of :class:`shoal_envs.UR5ReacherConfig`
-    (``max_torque``, ``joint_damping``, ``angle_threshold``, …).
+    (``arm``, ``servo_gain``, ``joint_damping``, ``angle_threshold``, …).
     Observations are Dicts of ``observation`` (3 joint angles and 3 joint
     velocities), ``achieved_goal`` (the 3 angles) and ``desired_goal`` (3),
-    float32; the action ``Box(-1, 1, (3,), float32)`` sets the joint
-    torques; the reward is 0 when every angle is within 10° of the goal's,
-    else −1. The episode terminates on success.
+    float32; the action ``Box(-1, 1, (3,), float32)`` sets the joints'
+    servo speeds (``arm="torque"``: the torques of shoal's first arm, v0);
+    the reward is 0 when every angle is within 10° of the goal's, else −1.
+    The episode terminates on success.
     """
 
     _config_class = _core.UR5ReacherConfig
