@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use shoal_rl_algo::{Ddpg, Hac, Ppo, Reinforce};
-use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Learner, Result, RolloutLearner};
+use shoal_rl_core::{
+    Env, Error, GoalEnv, GradientLearner, Learner, Policy, Result, RolloutLearner,
+};
 use shoal_rl_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
 use shoal_rl_parallel::{
     AveragingConfig, GatherConfig, GradientAveraging, GroupPool, Pool, PoolConfig, RolloutGather,
@@ -427,6 +429,58 @@ pub fn load_run(
     let mut learner = make_learner(&cfg, 0, 1.0)?;
     learner.load_state(&state)?;
     Ok((cfg, learner))
+}
+
+/// A trained policy loaded from a run directory: acts on observations of
+/// the run's env with exploration off, as `shoal eval` does.
+///
+/// ```no_run
+/// use shoal_rl::eval::CheckpointSelector;
+/// use shoal_rl::train::TrainedPolicy;
+/// # fn main() -> shoal_rl::core::Result<()> {
+/// let policy = TrainedPolicy::load("runs/ppo-s1".as_ref(), &CheckpointSelector::Best)?;
+/// let mut env = policy.make_env()?;
+/// let obs = env.reset(Some(0));
+/// let action = policy.act(&obs)?;
+/// # let _ = action; Ok(()) }
+/// ```
+pub struct TrainedPolicy {
+    config: RunConfig,
+    policy: Box<dyn Policy>,
+}
+
+impl TrainedPolicy {
+    /// The policy of checkpoint `which` (`latest`, `best`, a number) of the
+    /// run in `run_dir`. A HAC run is refused: its levels hold subgoals
+    /// across steps, which no stateless policy can.
+    pub fn load(run_dir: &std::path::Path, which: &CheckpointSelector) -> Result<Self> {
+        let (config, learner) = load_run(run_dir, which)?;
+        let policy = learner.policy().ok_or_else(|| {
+            Error::Config(format!(
+                "{}: a {} run has no stateless policy to load (its levels keep subgoals \
+                 across steps); evaluate or render it with shoal eval / shoal render",
+                run_dir.display(),
+                config.algo.kind()
+            ))
+        })?;
+        Ok(TrainedPolicy { config, policy })
+    }
+
+    /// The deterministic action for `obs` (the full observation the run's
+    /// env returns); an observation of the wrong length is an error.
+    pub fn act(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        self.policy.try_act(obs)
+    }
+
+    /// The run's resolved configuration.
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// A fresh instance of the env the policy was trained on.
+    pub fn make_env(&self) -> Result<Box<dyn Env>> {
+        make_env(&self.config)
+    }
 }
 
 #[cfg(test)]

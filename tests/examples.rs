@@ -29,6 +29,48 @@ fn the_push_examples_train_and_evaluate() {
 }
 
 #[test]
+fn a_trained_policy_acts_from_its_run_directory() {
+    let dir = scratch("examples-use-policy");
+    let out = shoal(
+        "train toy-ppo --out run --quiet --set train.episodes=16 --set train.eval_every=8",
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for which in ["latest", "best"] {
+        let out = run_example("use_policy", &dir, &["run", which, "2"]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(lines[0].starts_with("episode 0: return "), "{out}");
+    }
+    // On the run's evaluation seeds it repeats `shoal eval`'s episode,
+    // which evaluates through the learner instead.
+    let eval = shoal("eval run --episodes 1", &dir);
+    assert!(eval.status.success(), "{}", stderr(&eval));
+    let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
+    let out = run_example("use_policy", &dir, &["run", "latest", "1"]);
+    let ret: f64 = out
+        .split_whitespace()
+        .nth(3)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no return in {out}"));
+    assert_eq!(ret, report["return_mean"].as_f64().unwrap(), "{out}");
+    // A HAC run has no stateless policy: one clear line.
+    let hac = shoal(
+        "train toy-hac --out hac --quiet --set train.episodes=2 --set train.eval_every=2",
+        &dir,
+    );
+    assert!(hac.status.success(), "{}", stderr(&hac));
+    let out = std::process::Command::new(common::example("use_policy"))
+        .args(["hac", "latest"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no stateless policy"), "{err}");
+}
+
+#[test]
 fn her_audit_reads_a_run_window_by_window() {
     let dir = scratch("examples-her-audit");
     let out = shoal(
