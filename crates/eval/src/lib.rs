@@ -101,6 +101,7 @@ mod plot;
 mod render;
 mod run_dir;
 mod summary;
+mod tensorboard;
 
 pub use checkpoint::{
     CHECKPOINT_FORMAT_VERSION, Checkpoint, CheckpointMeta, CheckpointSelector, CheckpointWriter,
@@ -126,6 +127,7 @@ pub use render::{
 };
 pub use run_dir::{CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, PLOTS_DIR, RunDir, SUMMARY_FILE};
 pub use summary::{Reference, Summary, Target, TargetReached};
+pub use tensorboard::{EventWriter, TENSORBOARD_DIR};
 
 /// The README's example, compiled and run with the doctests.
 #[cfg(doctest)]

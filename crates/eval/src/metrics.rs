@@ -30,6 +30,7 @@ use shoal_rl_core::{Error, Result};
 
 use crate::fsio::{atomic_write, create_dir_all, read_bytes};
 use crate::run_dir::METRICS_FILE;
+use crate::tensorboard::EventWriter;
 
 /// What a metrics record describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,6 +150,8 @@ impl Serialize for Record {
 pub struct MetricsLog {
     file: File,
     path: PathBuf,
+    /// The run's TensorBoard event file, opened with the first scalar.
+    events: Option<EventWriter>,
 }
 
 impl MetricsLog {
@@ -166,7 +169,11 @@ impl MetricsLog {
             .open(&path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         repair_torn_tail(&mut file, &path)?;
-        Ok(MetricsLog { file, path })
+        Ok(MetricsLog {
+            file,
+            path,
+            events: None,
+        })
     }
 
     /// Opens for a run resumed from a checkpoint taken after `episodes`
@@ -192,7 +199,36 @@ impl MetricsLog {
         // One write per line: a crash leaves at most one torn line.
         self.file
             .write_all(&line)
-            .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))
+            .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))?;
+        self.mirror_to_tensorboard(&value)
+    }
+
+    /// Writes the record's namespaced numbers (`charts/…`, `losses/…`,
+    /// `eval/…`: the keys with a `/`) to the run's TensorBoard event file
+    /// at its `env_steps`, and hands them to the OS so TensorBoard sees
+    /// them as training goes.
+    fn mirror_to_tensorboard(&mut self, record: &Value) -> Result<()> {
+        let Some(fields) = record.as_object() else {
+            return Ok(());
+        };
+        let scalars: Vec<(&str, f64)> = fields
+            .iter()
+            .filter(|(key, _)| key.contains('/'))
+            .filter_map(|(key, value)| Some((key.as_str(), value.as_f64()?)))
+            .collect();
+        if scalars.is_empty() {
+            return Ok(());
+        }
+        let step = fields.get("env_steps").and_then(Value::as_u64).unwrap_or(0);
+        let events = match &mut self.events {
+            Some(events) => events,
+            None => {
+                let run_dir = self.path.parent().unwrap_or(Path::new("."));
+                self.events.insert(EventWriter::create(run_dir)?)
+            }
+        };
+        events.scalars(step, scalars)?;
+        events.flush()
     }
 
     /// Flushes every record written so far to disk. Lines reach the OS at

@@ -297,6 +297,17 @@ impl Recorder {
         if self.best_score.is_some_and(|best| score <= best) || !score.is_finite() {
             return Ok(());
         }
+        self.checkpoint_writer(counters)
+            .blob(STATE_BLOB, learner.save_state())
+            .extra(BEST_SCORE, score)
+            .commit_best()?;
+        self.best_score = Some(score);
+        Ok(())
+    }
+
+    /// A checkpoint of this run after `counters`: its progress, config and
+    /// evaluation steps, the blobs still to add.
+    fn checkpoint_writer<'b>(&self, counters: Counters) -> CheckpointWriter<'b> {
         let progress = Progress {
             episodes: counters.episodes,
             env_steps: counters.env_steps,
@@ -305,12 +316,7 @@ impl Recorder {
             seed: self.seed,
         };
         CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
-            .blob(STATE_BLOB, learner.save_state())
-            .extra(BEST_SCORE, score)
             .extra("eval_env_steps", counters.eval_env_steps)
-            .commit_best()?;
-        self.best_score = Some(score);
-        Ok(())
     }
 
     /// Writes a checkpoint of `learner` after `counters`, with every
@@ -323,13 +329,6 @@ impl Recorder {
         worker_memories: Option<&[Vec<u8>]>,
         worker_states: Option<&[Vec<u8>]>,
     ) -> Result<()> {
-        let progress = Progress {
-            episodes: counters.episodes,
-            env_steps: counters.env_steps,
-            wall_s: self.wall(),
-            iteration: counters.iteration,
-            seed: self.seed,
-        };
         // The records up to this checkpoint reach the disk before it does.
         self.metrics.sync()?;
         let state = learner.save_state();
@@ -342,9 +341,9 @@ impl Recorder {
                 own.as_slice()
             }
         };
-        let mut writer = CheckpointWriter::new(self.run.path(), &self.config_toml, progress)
-            .blob(STATE_BLOB, &state[..])
-            .extra("eval_env_steps", counters.eval_env_steps);
+        let mut writer = self
+            .checkpoint_writer(counters)
+            .blob(STATE_BLOB, &state[..]);
         for (rank, memory) in memories.iter().enumerate() {
             writer = writer.blob(&memory_blob(rank), &memory[..]);
         }
