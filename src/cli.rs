@@ -130,6 +130,11 @@ pub struct SettingsArgs {
     /// threads, processes or mpi (shorthand for --set parallel.backend=...).
     #[arg(long)]
     pub backend: Option<String>,
+    /// Train for N env steps, as Stable-Baselines3's total_timesteps: ends
+    /// after the episode that reaches them (shorthand for --set
+    /// train.env_steps=N --set train.episodes=N; one learner only).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub steps: Option<usize>,
 }
 
 impl SettingsArgs {
@@ -144,6 +149,11 @@ impl SettingsArgs {
         }
         if let Some(backend) = &self.backend {
             overrides.push(format!("parallel.backend=\"{backend}\""));
+        }
+        if let Some(steps) = self.steps {
+            // Every episode takes a step, so N episodes never end the run first.
+            overrides.push(format!("train.env_steps={steps}"));
+            overrides.push(format!("train.episodes={steps}"));
         }
         overrides
     }

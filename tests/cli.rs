@@ -103,6 +103,48 @@ fn the_best_evaluated_model_is_kept_and_eval_repeats_its_evaluation() {
 }
 
 #[test]
+fn a_budget_in_env_steps_ends_with_the_episode_that_spends_it() {
+    let dir = scratch("steps");
+    let out = shoal_args(
+        &[
+            "train", "toy-ppo", "--steps", "1000", "--out", "run", "--quiet",
+        ],
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let steps: Vec<u64> = records(&dir.join("run"))
+        .iter()
+        .filter(|r| r["kind"] == "episode")
+        .map(|r| r["env_steps"].as_u64().unwrap())
+        .collect();
+    let (last, before) = (steps[steps.len() - 1], steps[steps.len() - 2]);
+    assert!(before < 1000 && last >= 1000, "{before}, {last}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["env_steps"], last);
+    assert_eq!(summary["episodes"], steps.len());
+    // A parallel run budgets in episodes: one clear line.
+    let parallel = shoal_args(
+        &[
+            "train",
+            "toy-ppo",
+            "--steps",
+            "1000",
+            "--workers",
+            "2",
+            "--set",
+            "parallel.strategy=\"averaging\"",
+            "--out",
+            "p",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert_clean_failure(&parallel, "train.env_steps = 1000 budgets one learner");
+}
+
+#[test]
 fn tiny_training_run_writes_a_complete_run_directory() {
     let dir = scratch("complete");
     let out = train_tiny(&dir, "run", &["--set", "train.final_eval_episodes=5"]);

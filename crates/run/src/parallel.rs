@@ -101,6 +101,12 @@ where
     M: Fn(usize) -> Result<L> + Sync,
     F: Fn(&StrategySetup) -> Result<S> + Sync,
 {
+    if let Some(steps) = spec.train.env_steps {
+        return Err(Error::Config(format!(
+            "train.env_steps = {steps} budgets one learner; a parallel run's budget is \
+             train.episodes"
+        )));
+    }
     let guard = stop_guard(spec, options)?;
     let stop = guard.flag();
     let processes = ProcessConfig::default().timeout(spec.parallel.timeout);

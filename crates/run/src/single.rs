@@ -23,12 +23,19 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         restore(learner, ckpt)?;
         counters = checkpoint_counters(ckpt);
     }
-    while counters.episodes < train.episodes {
+    let steps_spent = |c: &Counters| train.env_steps.is_some_and(|budget| c.env_steps >= budget);
+    while counters.episodes < train.episodes && !steps_spent(&counters) {
         // Train up to the next evaluation or checkpoint boundary, whichever
-        // comes first; a stop request may end the stretch early.
+        // comes first (one episode at a time under a step budget, so the run
+        // ends with the episode that spends it); a stop request may end the
+        // stretch early.
         let next_eval = next_multiple(counters.episodes, train.eval_every);
         let next_ckpt = next_multiple(counters.episodes, train.checkpoint_every);
-        let chunk = next_eval.min(next_ckpt).min(train.episodes) - counters.episodes;
+        let boundary = next_eval.min(next_ckpt).min(train.episodes);
+        let chunk = match train.env_steps {
+            Some(_) => 1,
+            None => boundary - counters.episodes,
+        };
         let report = learner.learn_until(chunk as usize, stop)?;
         for (i, (ret, len)) in report
             .episode_returns
@@ -67,7 +74,7 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         if !report.scalars.is_empty() {
             write_update(&mut recorder, counters, &report.scalars)?;
         }
-        let mut done = counters.episodes == train.episodes;
+        let mut done = counters.episodes == train.episodes || steps_spent(&counters);
         if counters.episodes % train.eval_every == 0 || done {
             let eval = learner.evaluate(train.eval_episodes, eval_seed(spec.seed))?;
             counters.eval_env_steps += shoal_rl_parallel::eval_steps(&eval);

@@ -17,6 +17,13 @@ use shoal_rl_parallel::Backend;
 pub struct TrainConfig {
     /// Training episodes in total (over all workers). Default 10 000.
     pub episodes: u64,
+    /// Training env steps: the run ends after the episode in which its
+    /// training steps reach this (Stable-Baselines3's `total_timesteps`;
+    /// evaluation steps do not count), or at `episodes`, whichever comes
+    /// first; `shoal train --steps N` sets both to N. One learner only.
+    /// Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env_steps: Option<u64>,
     /// Evaluate the frozen policy every this many episodes. Default 500.
     pub eval_every: u64,
     /// Episodes per periodic evaluation. Default 5.
@@ -52,6 +59,7 @@ impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
             episodes: 10_000,
+            env_steps: None,
             eval_every: 500,
             eval_episodes: 5,
             final_eval_episodes: 20,
