@@ -129,8 +129,8 @@ pub enum Ur5Arm {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Ur5ReacherConfig {
-    /// The arm. Default `paper`.
-    pub arm: Ur5Arm,
+    /// Which arm: the paper's servo arm or shoal's first, torque-driven one. Default `paper`.
+    pub arm_model: Ur5Arm,
     /// The servo's gain (the paper's arm), N·m·s/rad. Default 10.
     pub servo_gain: f32,
     /// The servo speed at action ±1 of each joint (the paper's arm),
@@ -163,7 +163,7 @@ pub struct Ur5ReacherConfig {
 impl Default for Ur5ReacherConfig {
     fn default() -> Self {
         Ur5ReacherConfig {
-            arm: Ur5Arm::Paper,
+            arm_model: Ur5Arm::Paper,
             servo_gain: 10.0,
             max_servo_speed: [3.15, 5.0, 3.15],
             max_torque: [150.0; 3],
@@ -185,7 +185,7 @@ impl Ur5ReacherConfig {
     /// joint damping [20, 30, 10], goals drawn without rejection.
     pub fn torque_arm() -> Self {
         Ur5ReacherConfig {
-            arm: Ur5Arm::Torque,
+            arm_model: Ur5Arm::Torque,
             joint_damping: [20.0, 30.0, 10.0],
             reject_goals: false,
             ..Ur5ReacherConfig::default()
@@ -237,7 +237,7 @@ impl Ur5ReacherConfig {
     }
 
     fn links(&self) -> [LinkSpec; 3] {
-        match self.arm {
+        match self.arm_model {
             Ur5Arm::Paper => Self::paper_links(),
             Ur5Arm::Torque => Self::torque_links(),
         }
@@ -278,7 +278,7 @@ impl Ur5ReacherConfig {
     /// `angles` against gravity, from the link masses by hand (no simulation).
     pub fn gravity_torques(&self, angles: &[f32]) -> [f32; 3] {
         // Each link's mass and centre of mass from its joint, along it.
-        let ((upper_mass, upper_com), (fore_mass, fore_com)) = match self.arm {
+        let ((upper_mass, upper_com), (fore_mass, fore_com)) = match self.arm_model {
             Ur5Arm::Paper => (
                 (UPPER_ARM_MASS, PAPER_UPPER_ARM_COM),
                 (FOREARM_MASS, PAPER_FOREARM_COM),
@@ -376,7 +376,7 @@ pub fn ur5_angle_error(achieved: &[f32], desired: &[f32]) -> f32 {
 pub fn scripted_reach_action(config: &Ur5ReacherConfig, obs: &[f32]) -> Vec<f32> {
     let hold = config.gravity_torques(&obs[..3]);
     let error = |j: usize| wrap_angle(obs[9 + j] - obs[j]);
-    match config.arm {
+    match config.arm_model {
         Ur5Arm::Paper => {
             // Speed per radian of error: a free joint settles at half the
             // commanded speed (servo and damping of equal gains).
@@ -525,7 +525,7 @@ impl Env for Ur5Reacher {
         self.limit.check()?;
         let action = self.action_space.validate(action, self.cfg.clip_actions)?;
         let cfg = &self.cfg;
-        match cfg.arm {
+        match cfg.arm_model {
             Ur5Arm::Paper => {
                 let speeds: Vec<f32> = (0..3).map(|j| action[j] * cfg.max_servo_speed[j]).collect();
                 for _ in 0..cfg.substeps {
@@ -710,7 +710,7 @@ mod tests {
         let mut env = Ur5Reacher::new(cfg.clone()).unwrap();
         env.reset(Some(0));
         let pose = [0.3, -0.5, 0.6];
-        let full_scale = |j: usize| match cfg.arm {
+        let full_scale = |j: usize| match cfg.arm_model {
             Ur5Arm::Paper => cfg.servo_gain * cfg.max_servo_speed[j],
             Ur5Arm::Torque => cfg.max_torque[j],
         };

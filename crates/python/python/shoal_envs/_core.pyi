@@ -89,8 +89,12 @@ class BallToNetConfig(_ArmSettings):
 class UR5ReacherConfig(_Config):
     """Settings of the UR5 reacher (Rust ``Ur5ReacherConfig``)."""
 
+    arm_model: str
+    servo_gain: float
+    max_servo_speed: list[float]
     max_torque: list[float]
     joint_damping: list[float]
+    reject_goals: bool
     angle_threshold: float
     max_observed_speed: float
     control_dt: float

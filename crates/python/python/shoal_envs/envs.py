@@ -170,11 +170,11 @@ class UR5ReacherEnv(_GoalEnv):
     (Rust ``ur5-reacher``), the HAC paper's reacher on the paper's model.
 
     Keyword arguments are the fields of :class:`shoal_envs.UR5ReacherConfig`
-    (``arm``, ``servo_gain``, ``joint_damping``, ``angle_threshold``, …).
+    (``arm_model``, ``servo_gain``, ``joint_damping``, ``angle_threshold``, …).
     Observations are Dicts of ``observation`` (3 joint angles and 3 joint
     velocities), ``achieved_goal`` (the 3 angles) and ``desired_goal`` (3),
     float32; the action ``Box(-1, 1, (3,), float32)`` sets the joints'
-    servo speeds (``arm="torque"``: the torques of shoal's first arm, v0);
+    servo speeds (``arm_model="torque"``: the torques of shoal's first arm, v0);
     the reward is 0 when every angle is within 10° of the goal's, else −1.
     The episode terminates on success.
     """
