@@ -29,12 +29,16 @@
 //!   below actually achieved (`ag(s')`) when it missed the proposed one, so
 //!   the upper level learns from a lower level that behaves optimally;
 //!   reward `0` / terminal when `ag(s')` reaches `g`, else `−1`.
-//! * **hindsight goal** (HER, `future`, `k` per transition): the same
-//!   transition with `g` replaced by `ag` of a later state of the attempt.
+//! * **hindsight goal**: the same transition with `g` replaced by an
+//!   achieved goal of the attempt: HER's `future` (`k` per transition, from
+//!   later states) or the authors' scheme (`k` per attempt, each relabelling
+//!   every transition; [`HacConfig::hindsight_goals`]).
 //! * **subgoal testing** (levels `i > 0`): with probability λ a proposed
 //!   subgoal is *tested*: every level below acts without noise, and if the
 //!   subgoal is missed the *proposed* action gets reward `−H` with discount
-//!   0, teaching the level which subgoals are out of reach.
+//!   0, teaching the level which subgoals are out of reach; under the
+//!   authors' rule ([`PenaltyRule::MaxedOut`]) only when the level below
+//!   used all its `H` actions.
 //!
 //! # Reproducibility
 //!
@@ -50,9 +54,10 @@
 //! from [`Hac`] (envs, buffers, counters): several workers are built from
 //! clones of one `HacModels` ([`Hac::with_models`]) and stay bit-identical
 //! under [`GradientLearner::learn_averaged`], where every gradient and the
-//! normaliser statistics pass through the reducer. The number of reducer
-//! calls per episode is fixed (1 + levels × `n_batches`), so workers whose
-//! episodes differ in length never fall out of step.
+//! normaliser statistics pass through the reducer. The reducer calls of an
+//! episode do not depend on its length (1 + levels × `n_batches`, with
+//! `wait_for_batch` one more, whose answer every worker shares, for the
+//! levels that wait), so workers whose episodes differ never fall out of step.
 
 mod agent;
 mod attempt;
