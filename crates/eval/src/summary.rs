@@ -110,8 +110,11 @@ pub struct TargetReached {
     /// Training episodes before that evaluation, all workers.
     pub episodes: u64,
     /// Environment steps before it, training and evaluation (and a pool's
-    /// selection) together, all workers.
+    /// selection) together, all workers: what reaching it cost.
     pub env_steps: u64,
+    /// Training environment steps before it alone (Stable-Baselines3's
+    /// timesteps), all workers.
+    pub train_env_steps: u64,
     /// Wall-clock seconds of the run at that evaluation.
     pub wall_s: f64,
 }
@@ -138,6 +141,7 @@ impl Target {
     /// let target = Target { metric: "eval/success_rate".into(), value: 0.9 };
     /// let reached = target.first_reached(&records).unwrap();
     /// assert_eq!((reached.episodes, reached.env_steps, reached.wall_s), (200, 9600, 4.5));
+    /// assert_eq!(reached.train_env_steps, 9000);
     /// ```
     pub fn first_reached(&self, records: &[Value]) -> Option<TargetReached> {
         records
@@ -148,6 +152,7 @@ impl Target {
                 episodes: r["episode"].as_u64().unwrap_or(0),
                 env_steps: r["env_steps"].as_u64().unwrap_or(0)
                     + r["eval_env_steps"].as_u64().unwrap_or(0),
+                train_env_steps: r["env_steps"].as_u64().unwrap_or(0),
                 wall_s: r["wall_s"].as_f64().unwrap_or(f64::NAN),
             })
     }
@@ -156,7 +161,8 @@ impl Target {
 impl Summary {
     /// Records `target` and where it was first reached (`null`s if never):
     /// `target_metric`, `target_value`, `episodes_to_target`,
-    /// `env_steps_to_target`, `wall_s_to_target`, and
+    /// `env_steps_to_target` (training and evaluation steps),
+    /// `train_env_steps_to_target` (training steps alone), `wall_s_to_target`, and
     /// `per_worker_episodes_to_target` — the episodes over `workers`,
     /// which for a pool are the episodes of the promoted lineage and do
     /// not depend on the hardware.
@@ -167,6 +173,10 @@ impl Summary {
             .extra("target_value", target.value)
             .extra("episodes_to_target", reached.map(|r| r.episodes))
             .extra("env_steps_to_target", reached.map(|r| r.env_steps))
+            .extra(
+                "train_env_steps_to_target",
+                reached.map(|r| r.train_env_steps),
+            )
             .extra("wall_s_to_target", reached.map(|r| r.wall_s))
             .extra(
                 "per_worker_episodes_to_target",
@@ -252,6 +262,7 @@ mod tests {
             Some(TargetReached {
                 episodes: 20,
                 env_steps: 1150,
+                train_env_steps: 1000,
                 wall_s: 2.5
             })
         );
@@ -271,6 +282,7 @@ mod tests {
         .unwrap();
         assert_eq!(json["per_worker_episodes_to_target"], 7);
         assert_eq!(json["env_steps_to_target"], 1150);
+        assert_eq!(json["train_env_steps_to_target"], 1000);
         let json = serde_json::to_value(Summary::default().target(&target(1e9), None, 1)).unwrap();
         assert!(json["episodes_to_target"].is_null() && json["wall_s_to_target"].is_null());
         assert_eq!(json["target_value"], 1e9);
