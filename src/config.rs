@@ -1179,7 +1179,7 @@ pub fn reference_page() -> Result<String> {
          reference_page` rewrites it) and a test fails when it is out of date.\n",
     );
     // One preset per section: the run's own keys, each env, each algorithm.
-    let sections: [(&str, &str, &str); 10] = [
+    let sections: [(&str, &str, &str); 14] = [
         ("The run", "", "worm-reinforce"),
         (
             "`train`: budget, evaluation, checkpoints",
@@ -1194,6 +1194,10 @@ pub fn reference_page() -> Result<String> {
         ("`env` = `worm`", "env.", "worm-reinforce"),
         ("`env` = `arm-push`", "env.", "push-ddpg-her"),
         ("`env` = `ball-to-net`", "env.", "ball-ddpg-her"),
+        ("`env` = `ur5-reacher`", "env.", "ur5-hac3"),
+        ("`env` = `pendulum`", "env.", "pendulum-hac3"),
+        ("`env` = `point-reach` (toy)", "env.", "toy-reinforce"),
+        ("`env` = `point-goal` (toy)", "env.", "toy-ddpg-her"),
         ("`algo` = `reinforce`", "algo.", "worm-reinforce"),
         ("`algo` = `ppo`", "algo.", "worm-ppo"),
         ("`algo` = `ddpg`", "algo.", "push-ddpg-her"),
@@ -1228,6 +1232,8 @@ pub fn reference_page() -> Result<String> {
             } else {
                 format!("`{}`", value.join("; "))
             };
+            // Rustdoc's intra-doc links (`[`HerConfig`]`) read as plain names here.
+            let doc = doc.replace("[`", "`").replace("`]", "`");
             page.push_str(&format!(
                 "| `{key}` | {} | {} |\n",
                 value.replace('|', "\\|"),
