@@ -171,6 +171,18 @@ impl JointChain {
     /// One physics step with actuator torques `torques` (N·m), less damping.
     pub fn step(&mut self, torques: &[f32]) {
         let velocities = self.velocities();
+        self.apply_and_step(torques, &velocities);
+    }
+
+    /// One physics step with the actuator torques (N·m) `actuator` computes
+    /// from the joint velocities at its start (a servo's), less damping.
+    pub fn step_with(&mut self, actuator: impl FnOnce(&[f32]) -> Vec<f32>) {
+        let velocities = self.velocities();
+        let torques = actuator(&velocities);
+        self.apply_and_step(&torques, &velocities);
+    }
+
+    fn apply_and_step(&mut self, torques: &[f32], velocities: &[f32]) {
         let bodies = &mut self.world.bodies;
         for handle in &self.links {
             bodies[*handle].reset_torques(false);

@@ -530,14 +530,14 @@ impl Env for Ur5Reacher {
                 let speeds: Vec<f32> = (0..3).map(|j| action[j] * cfg.max_servo_speed[j]).collect();
                 for _ in 0..cfg.substeps {
                     // The servo's force from this physics step's velocities.
-                    let velocities = self.chain.velocities();
-                    let torques: Vec<f32> = (0..3)
-                        .map(|j| {
-                            let force = cfg.servo_gain * (speeds[j] - velocities[j]);
-                            force.clamp(-cfg.max_torque[j], cfg.max_torque[j])
-                        })
-                        .collect();
-                    self.chain.step(&torques);
+                    self.chain.step_with(|velocities| {
+                        (0..3)
+                            .map(|j| {
+                                let force = cfg.servo_gain * (speeds[j] - velocities[j]);
+                                force.clamp(-cfg.max_torque[j], cfg.max_torque[j])
+                            })
+                            .collect()
+                    });
                 }
             }
             Ur5Arm::Torque => {

@@ -238,7 +238,7 @@ impl HacConfig {
         let h = self.horizon;
         let tests = if level > 0 { h / 3 } else { 0 };
         let per_attempt = (1 + self.her_k).saturating_mul(h).saturating_add(tests);
-        let attempts = (0..self.levels - 1 - level).fold(1usize, |n, _| n.saturating_mul(h));
+        let attempts = h.saturating_pow((self.levels - 1 - level) as u32);
         per_attempt
             .saturating_mul(attempts)
             .saturating_mul(episodes)
