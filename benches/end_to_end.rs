@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use shoal_rl::config::{AlgoConfig, preset};
+use shoal_rl::config::preset;
 use shoal_rl::train::{make_env, make_learner};
 use shoal_rl_core::rng_from_seed;
 
@@ -52,20 +52,6 @@ fn env_step(c: &mut Criterion) {
     group.finish();
 }
 
-/// The episodes of one training iteration of `cfg`'s algorithm: one update
-/// for REINFORCE (`episodes_per_update` episodes) and PPO
-/// (`episodes_per_rollout` episodes, then its epochs), one cycle for DDPG
-/// (`episodes_per_cycle` episodes, then `n_batches` gradient steps), one
-/// episode and its training round for HAC.
-fn iteration_episodes(algo: &AlgoConfig) -> usize {
-    match algo {
-        AlgoConfig::Reinforce(r) => r.episodes_per_update,
-        AlgoConfig::Ppo(p) => p.episodes_per_rollout,
-        AlgoConfig::Ddpg(d) => d.episodes_per_cycle,
-        AlgoConfig::Hac(_) => 1,
-    }
-}
-
 /// One training iteration of each algorithm on the task its preset trains,
 /// with the preset's networks and batch sizes.
 fn train_iteration(c: &mut Criterion) {
@@ -83,8 +69,12 @@ fn train_iteration(c: &mut Criterion) {
         "push-far-hac",
     ] {
         let cfg = preset(name).unwrap();
-        let episodes = iteration_episodes(&cfg.algo);
         let mut learner = make_learner(&cfg, 0, 1.0).unwrap();
+        // One update: a REINFORCE batch, a PPO rollout and its epochs, a
+        // DDPG cycle and its gradient steps, a HAC episode and its training.
+        let episodes = learner
+            .episodes_per_update()
+            .expect("shoal's learners name their update");
         // Fill the replay memories first, so updates sample real batches.
         learner.learn(4 * episodes).unwrap();
         group.bench_function(name, |b| {

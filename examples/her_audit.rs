@@ -35,7 +35,7 @@ use rand::RngExt;
 use shoal_rl::algo::{
     Ddpg, Episode, GoalOrigin, GoalReward, HerConfig, TransitionBatch, sample_episode,
 };
-use shoal_rl::config::{AlgoConfig, EnvConfig, RunConfig};
+use shoal_rl::config::{EnvConfig, RunConfig};
 use shoal_rl::core::{Error, GoalEnv, Learner, Result, rng_from_seed};
 use shoal_rl::env::arm::GripperShape;
 use shoal_rl::env::arm::index::{GRIPPER_POS, OBJECT_POS};
@@ -280,7 +280,7 @@ fn main() -> Result<()> {
     let text = std::fs::read_to_string(dir.config())
         .map_err(|e| Error::io(format!("reading {}", dir.config().display()), e))?;
     let cfg = RunConfig::from_toml(&text, &dir.config().display().to_string())?;
-    let AlgoConfig::Ddpg(ddpg) = &cfg.algo else {
+    let Some(ddpg) = cfg.algo.settings_if::<shoal_rl::algo::DdpgConfig>("ddpg") else {
         return Err(Error::Config("her_audit reads DDPG + HER runs".into()));
     };
     let her = ddpg.her();

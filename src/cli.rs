@@ -1,13 +1,14 @@
 //! The commands behind the `shoal` binary, callable from tests.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use shoal_rl_core::{Error, Result};
 use shoal_rl_eval::{CheckpointSelector, RunDir};
 
-use crate::config::{PRESETS, RunConfig, key_docs, preset};
-use crate::overrides::list_keys;
+use crate::config::{PRESETS, RunConfig, commented, key_docs, preset};
 use crate::train::{MAX_EVAL_EPISODES, Plan, check_config, eval_seed, load_run, run};
+use shoal_rl_train::overrides::list_keys;
 
 /// The `shoal` command line; `main` parses it, and tests parse the
 /// documented commands with it.
@@ -131,8 +132,9 @@ pub struct SettingsArgs {
     #[arg(long)]
     pub backend: Option<String>,
     /// Train for N env steps, as Stable-Baselines3's total_timesteps: ends
-    /// after the episode that reaches them (shorthand for --set
-    /// train.env_steps=N --set train.episodes=N; one learner only).
+    /// with the update (a PPO rollout, a DDPG cycle) whose episodes reach
+    /// them (shorthand for --set train.env_steps=N --set train.episodes=N;
+    /// one learner only).
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub steps: Option<usize>,
 }
@@ -179,20 +181,30 @@ pub struct TrainArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// When stderr is no terminal (a log file, Slurm): seconds between two
+    /// status lines (episodes, env steps, recent return and success,
+    /// steps/s). The first comes as soon as the first episodes end.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub status_every: f64,
 }
 
 /// The `--help` epilogue of `shoal train`: presets and settable keys.
 pub fn train_help() -> String {
     let mut text = String::from("Presets:\n");
     for p in PRESETS {
-        text.push_str(&format!("  {:<16} {}\n", p.name, p.about));
+        text.push_str(&format!("  {:<16} {}\n", p.name, p.about()));
     }
+    let registries = crate::config::Registries::default();
     text.push_str("\nAlgorithms (algo.kind):\n");
-    for a in crate::algos::ALGORITHMS {
+    for a in registries.algos.entries() {
         text.push_str(&format!("  {:<16} {}\n", a.kind, a.about));
     }
+    text.push_str("\nStrategies (parallel.strategy):\n");
+    for s in registries.strategies.entries() {
+        text.push_str(&format!("  {:<16} {}\n", s.name, s.about));
+    }
     text.push_str("\nEnvs (env.kind):\n");
-    for e in crate::config::EnvRegistry::builtin().entries() {
+    for e in registries.envs.entries() {
         text.push_str(&format!("  {:<16} {}\n", e.id, e.about));
     }
     text.push_str(
@@ -217,6 +229,7 @@ impl TrainArgs {
             resume: self.resume.clone(),
             checkpoint: self.checkpoint.clone(),
             quiet: self.quiet,
+            status_every: Some(Duration::from_secs_f64(self.status_every)),
         }
     }
 
@@ -276,48 +289,12 @@ pub fn config(args: &ConfigArgs) -> Result<()> {
     Ok(())
 }
 
-/// `toml` with each key's doc above it as `#` lines of at most 80 columns.
-/// Comments change nothing a TOML reader sees.
-pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
-    let mut out = String::new();
-    let mut table = String::new();
-    let comment = |doc: &str, out: &mut String| {
-        let mut line = String::from("#");
-        for word in doc.split_whitespace() {
-            if line.len() + 1 + word.len() > 80 {
-                out.push_str(&line);
-                out.push('\n');
-                line = String::from("#");
-            }
-            line.push(' ');
-            line.push_str(word);
-        }
-        out.push_str(&line);
-        out.push('\n');
-    };
-    for line in toml.lines() {
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            table = format!("{header}.");
-            // A table that holds one of an enum's variants (`[env.arm.gripper.Block]`):
-            // the doc of the field that holds the enum.
-            if let Some((_, doc)) = docs
-                .iter()
-                .find(|(k, _)| header.starts_with(k.as_str()) && header[k.len()..].starts_with('.'))
-            {
-                comment(doc, &mut out);
-            }
-        } else if let Some((key, _)) = line.split_once(" = ")
-            && !key.starts_with([' ', '#'])
-        {
-            let dotted = format!("{table}{key}");
-            if let Some((_, doc)) = docs.iter().find(|(k, _)| *k == dotted) {
-                comment(doc, &mut out);
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
+/// A number of seconds in (0, 86400], for `--status-every`.
+pub fn parse_seconds(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 86_400.0 => Ok(s),
+        _ => Err(format!("expected seconds in (0, 86400], got `{text}`")),
     }
-    out
 }
 
 /// `shoal eval`.

@@ -1,8 +1,9 @@
 //! shoal: composable reinforcement learning in Rust.
 //!
-//! This facade re-exports the workspace crates and holds what the `shoal`
-//! binary needs: run configuration ([`config`]), `--set` overrides, the
-//! training driver ([`train`]) and the commands ([`cli`]).
+//! This facade re-exports the workspace crates and holds the `shoal`
+//! binary's commands ([`cli`]). Run configuration ([`config`]), the
+//! algorithm table ([`algos`]) and the training driver ([`train`]) live in
+//! shoal-rl-train, so a program can train by name without this crate.
 //!
 //! | crate | re-exported as | job |
 //! |---|---|---|
@@ -13,6 +14,8 @@
 //! | shoal-rl-parallel | [`parallel`] | communicators and strategies |
 //! | shoal-rl-eval | [`eval`] | metrics, checkpoints, plots |
 //! | shoal-rl-run | [`run`] | the training runtime: run dirs, checkpoints, resume, clean stop |
+//! | shoal-rl-registry | [`registry`] | the table of envs |
+//! | shoal-rl-train | [`train`], [`config`], [`algos`] | presets, configuration, training by name |
 //!
 //! ```
 //! let cfg = shoal_rl::config::preset("worm-reinforce").unwrap();
@@ -28,17 +31,20 @@ pub use shoal_rl_parallel as parallel;
 pub use shoal_rl_policy as policy;
 pub use shoal_rl_registry as registry;
 pub use shoal_rl_run as run;
+pub use shoal_rl_train as train;
+pub use shoal_rl_train::{algos, config};
 
 pub use shoal_rl_core::allocator;
-pub mod algos;
 pub mod bench;
 pub mod cli;
-pub mod config;
-mod overrides;
 pub mod render;
 pub mod scale;
 pub mod sweep;
-pub mod train;
+
+/// The README's Rust example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// The library pages' code, compiled and run with the doctests.
 #[cfg(doctest)]

@@ -11,7 +11,7 @@ use shoal_rl_eval::{
     render_chain, render_worm,
 };
 
-use crate::config::{AlgoConfig, RunConfig};
+use crate::config::RunConfig;
 use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
 use shoal_rl_registry::Scene;
 
@@ -42,14 +42,15 @@ pub fn render(run_dir: &Path, episodes: usize, checkpoint: &str, out: Option<&Pa
             renderable.join(", ")
         )));
     };
-    let (gif, png) = match (scene(&cfg.env.settings)?, &cfg.algo) {
-        (Scene::Arm(layout), AlgoConfig::Hac(_)) => {
+    let hac = cfg.algo.kind() == "hac";
+    let (gif, png) = match (scene(&cfg.env.settings)?, hac) {
+        (Scene::Arm(layout), true) => {
             let frames = hac_frames(&cfg, &state, episodes, seed, |f| {
                 arm_frame(f.episode, &f.observation, &f.subgoals)
             })?;
             render_arm(&layout, &frames, &out)?
         }
-        (Scene::Chain(task), AlgoConfig::Hac(_)) => {
+        (Scene::Chain(task), true) => {
             let frames = hac_frames(&cfg, &state, episodes, seed, |f| {
                 task.frame(f.episode, &f.observation, &f.subgoals)
             })?;

@@ -103,7 +103,50 @@ fn the_best_evaluated_model_is_kept_and_eval_repeats_its_evaluation() {
 }
 
 #[test]
-fn a_budget_in_env_steps_ends_with_the_episode_that_spends_it() {
+fn off_a_terminal_a_status_line_follows_the_first_episodes_and_records_stream_per_update() {
+    let dir = scratch("status");
+    // stderr is a pipe here, as in a log file or under Slurm.
+    let out = shoal_args(&["train", "toy-ddpg-her", "--out", "run"], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let status: Vec<&str> = err.lines().filter(|l| l.starts_with("episodes ")).collect();
+    // The first line comes with the first cycle (2 episodes), long before
+    // the 10 s between lines.
+    assert!(
+        status[0].starts_with("episodes 2/200 | env steps "),
+        "{err}"
+    );
+    assert!(status[0].contains(" | return "), "{err}");
+    assert!(
+        status[0].contains(", success ") && status[0].ends_with(" steps/s"),
+        "{err}"
+    );
+    // Every cycle's episodes are written as it ends, with their own wall
+    // time, and one update line after them: not in blocks per evaluation.
+    let run = records(&dir.join("run"));
+    let kinds: Vec<&str> = run.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds[..6],
+        [
+            "episode", "episode", "update", "episode", "episode", "update"
+        ]
+    );
+    let updates = kinds.iter().filter(|k| **k == "update").count();
+    assert_eq!(updates, 100, "one per DDPG cycle of 2 episodes");
+    // `records` drops the wall times; read them from the file.
+    let walls: Vec<f64> = std::fs::read_to_string(dir.join("run/metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|r| r["kind"] == "episode")
+        .map(|r| r["wall_s"].as_f64().unwrap())
+        .collect();
+    assert!(walls.windows(2).all(|w| w[0] <= w[1]));
+    assert!(walls[0] < walls[walls.len() - 1], "{walls:?}");
+}
+
+#[test]
+fn a_budget_in_env_steps_ends_with_the_update_that_spends_it() {
     let dir = scratch("steps");
     let out = shoal_args(
         &[
@@ -117,7 +160,12 @@ fn a_budget_in_env_steps_ends_with_the_episode_that_spends_it() {
         .filter(|r| r["kind"] == "episode")
         .map(|r| r["env_steps"].as_u64().unwrap())
         .collect();
-    let (last, before) = (steps[steps.len() - 1], steps[steps.len() - 2]);
+    // toy-ppo updates on rollouts of 8 episodes: the run ends with the
+    // rollout that spends the budget, not in the middle of one (which would
+    // give PPO a smaller batch than its setting).
+    let rollout = 8;
+    assert_eq!(steps.len() % rollout, 0, "{steps:?}");
+    let (last, before) = (steps[steps.len() - 1], steps[steps.len() - 1 - rollout]);
     assert!(before < 1000 && last >= 1000, "{before}, {last}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run/summary.json")).unwrap())
@@ -567,7 +615,7 @@ fn train_help_lists_every_preset_and_values_as_written() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for preset in shoal_rl::config::PRESETS {
-        let line = format!("  {:<16} {}", preset.name, preset.about);
+        let line = format!("  {:<16} {}", preset.name, preset.about());
         assert!(text.contains(&line), "`{line}` missing from --help");
     }
     for needle in [

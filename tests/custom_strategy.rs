@@ -101,6 +101,6 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
     // `shoal train` does not know local SGD: one line saying where it runs.
     assert_clean_failure(
         &shoal("train --resume threads-whole", &dir),
-        "parallel.strategy `local-sgd` is not one shoal train runs",
+        "unknown parallel.strategy `local-sgd` (strategies: none, pool, gather, averaging)",
     );
 }

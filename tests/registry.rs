@@ -87,13 +87,7 @@ fn corridor_config(dir: &std::path::Path) -> String {
 }
 
 fn plan(cfg: RunConfig, out: std::path::PathBuf) -> Plan {
-    Plan {
-        cfg,
-        out: Some(out),
-        resume: None,
-        checkpoint: None,
-        quiet: true,
-    }
+    Plan::new(cfg).out(out).quiet()
 }
 
 #[test]

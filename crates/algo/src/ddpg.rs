@@ -733,6 +733,15 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
     fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
         self.learn_with(episodes, &mut Alone, false, Some(stop))
     }
+
+    /// A cycle (`episodes_per_cycle`) when the networks train once per
+    /// cycle, else one episode.
+    fn episodes_per_update(&self) -> Option<usize> {
+        Some(match self.config.train_every {
+            TrainEvery::Cycle => self.config.episodes_per_cycle,
+            TrainEvery::Episode | TrainEvery::Step => 1,
+        })
+    }
     fn policy(&self) -> Option<Box<dyn Policy>> {
         Some(Box::new(self.frozen_policy()))
     }

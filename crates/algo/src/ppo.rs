@@ -434,6 +434,8 @@ pub struct Ppo<E: Env> {
     episodes_learned: u64,
     /// Episodes over which the learning rate anneals to 0 (0: constant).
     anneal_episodes: u64,
+    /// Env steps over which it anneals instead (0: by episodes).
+    anneal_env_steps: u64,
 }
 
 /// One update's data: what every minibatch draws rows from.
@@ -509,6 +511,7 @@ impl<E: Env> Ppo<E> {
             updates: 0,
             episodes_learned: 0,
             anneal_episodes: 0,
+            anneal_env_steps: 0,
         })
     }
 
@@ -519,6 +522,17 @@ impl<E: Env> Ppo<E> {
     #[must_use]
     pub fn anneal_over(mut self, episodes: u64) -> Self {
         self.anneal_episodes = episodes;
+        self
+    }
+
+    /// With `anneal_lr`, the learning rate falls linearly to 0 as this
+    /// learner's own updates learn from `steps` env steps: a budget in env
+    /// steps (Stable-Baselines3's `total_timesteps`) for a learner that
+    /// learns from its own episodes alone. Takes the place of
+    /// [`Ppo::anneal_over`].
+    #[must_use]
+    pub fn anneal_over_env_steps(mut self, steps: u64) -> Self {
+        self.anneal_env_steps = steps;
         self
     }
 
@@ -550,12 +564,20 @@ impl<E: Env> Ppo<E> {
         StateDims::new(self.obs_dim, self.act_dim)
     }
 
-    /// The learning rate the next update steps with.
-    fn current_learning_rate(&self) -> f64 {
-        if !self.config.anneal_lr || self.anneal_episodes == 0 {
-            return self.config.learning_rate;
-        }
-        let left = 1.0 - self.episodes_learned as f64 / self.anneal_episodes as f64;
+    /// The learning rate the next update, on `rows` newly collected steps,
+    /// steps with.
+    fn current_learning_rate(&self, rows: usize) -> f64 {
+        let learned = match (self.anneal_env_steps, self.anneal_episodes) {
+            _ if !self.config.anneal_lr => return self.config.learning_rate,
+            // The steps before this update's: as by episodes, the first
+            // update steps with the full rate.
+            (steps, _) if steps > 0 => {
+                self.env_steps.saturating_sub(rows as u64) as f64 / steps as f64
+            }
+            (_, episodes) if episodes > 0 => self.episodes_learned as f64 / episodes as f64,
+            _ => return self.config.learning_rate,
+        };
+        let left = 1.0 - learned;
         // Never exactly 0: a resumed run past its budget still moves.
         self.config.learning_rate * left.max(1e-3)
     }
@@ -841,7 +863,7 @@ impl<E: Env> Ppo<E> {
     ) -> Result<Vec<(String, f64)>> {
         let batch = self.prepare(rollouts, reducer)?;
         let n = batch.len();
-        let learning_rate = self.current_learning_rate();
+        let learning_rate = self.current_learning_rate(n);
         self.policy.learning_rate = learning_rate;
         self.value.learning_rate = learning_rate;
         let split = self.policy.parameters().len();
@@ -961,6 +983,11 @@ impl<E: Env> Learner for Ppo<E> {
         self.learn_with(episodes, &mut Alone, Some(stop))
     }
 
+    /// A rollout: `episodes_per_rollout` episodes.
+    fn episodes_per_update(&self) -> Option<usize> {
+        Some(self.config.episodes_per_rollout)
+    }
+
     fn policy(&self) -> Option<Box<dyn Policy>> {
         Some(Box::new(self.frozen_policy()))
     }
@@ -1078,6 +1105,26 @@ mod tests {
             learning_rate: 3e-3,
             ..PpoConfig::default()
         }
+    }
+
+    #[test]
+    fn the_learning_rate_anneals_over_an_env_step_budget_from_the_full_rate() {
+        // Rollouts of 8 point-reach episodes, all of one length: s steps an
+        // update. Over 4s steps the rate is 3e-3 × (1, 3/4, 1/2, 1/4).
+        let per_update = toy(0, fast()).learn(8).unwrap().env_steps();
+        let mut ppo = toy(0, fast()).anneal_over_env_steps(4 * per_update);
+        let mut rates = Vec::new();
+        for _ in 0..4 {
+            assert_eq!(ppo.learn(8).unwrap().env_steps(), per_update);
+            rates.push(ppo.policy.learning_rate);
+        }
+        for (rate, by_hand) in rates.iter().zip([3e-3, 2.25e-3, 1.5e-3, 0.75e-3]) {
+            assert!((rate - by_hand).abs() < 1e-12, "{rates:?}");
+        }
+        // By episodes, as before: 16 episodes, so 3e-3 × (1, 1/2).
+        let mut ppo = toy(0, fast()).anneal_over(16);
+        ppo.learn(16).unwrap();
+        assert!((ppo.policy.learning_rate - 1.5e-3).abs() < 1e-12);
     }
 
     // ---- GAE against its definition ----

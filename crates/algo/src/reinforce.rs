@@ -391,6 +391,11 @@ impl<E: Env> Learner for Reinforce<E> {
     fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
         self.learn_with(episodes, &mut Alone, Some(stop))
     }
+
+    /// `episodes_per_update` episodes.
+    fn episodes_per_update(&self) -> Option<usize> {
+        Some(self.config.episodes_per_update)
+    }
     fn policy(&self) -> Option<Box<dyn shoal_rl_core::Policy>> {
         Some(Box::new(self.frozen_policy()))
     }

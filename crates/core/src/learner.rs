@@ -170,6 +170,16 @@ pub trait Learner {
         let _ = stop;
         self.learn(episodes)
     }
+    /// The episodes one update learns from (a PPO rollout, a DDPG cycle),
+    /// if the learner has such a unit: learning `n` episodes then equals
+    /// learning them in stretches of this many (the last maybe shorter), so
+    /// a training loop may split its work there to report each update as it
+    /// happens. Default `None`: no split finer than a whole call of
+    /// [`Learner::learn`] is promised, and the loop learns up to its next
+    /// evaluation or checkpoint in one call.
+    fn episodes_per_update(&self) -> Option<usize> {
+        None
+    }
     /// Runs `episodes` episodes with the policy frozen (deterministic actions,
     /// no updates) on an evaluation environment seeded from `seed`.
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport>;
@@ -338,6 +348,9 @@ impl<L: Learner + ?Sized> Learner for Box<L> {
     }
     fn learn_until(&mut self, episodes: usize, stop: &StopFlag) -> Result<LearnReport> {
         (**self).learn_until(episodes, stop)
+    }
+    fn episodes_per_update(&self) -> Option<usize> {
+        (**self).episodes_per_update()
     }
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {
         (**self).evaluate(episodes, seed)

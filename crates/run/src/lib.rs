@@ -111,12 +111,8 @@ where
     let guard = stop_guard(spec, options)?;
     let mut learner = make_learner()?;
     let (run, checkpoint) = claim::open_run(spec, options)?;
-    let recorder = recorder::Recorder::new(
-        spec,
-        RunDir::new(run.path()),
-        checkpoint.as_ref(),
-        options.quiet,
-    )?;
+    let recorder =
+        recorder::Recorder::new(spec, RunDir::new(run.path()), checkpoint.as_ref(), options)?;
     let summary = single::train_single(
         spec,
         &mut learner,

@@ -173,7 +173,7 @@ where
             .map_or_else(|| open_run(spec, options), Ok)
             .and_then(|(run, ckpt)| {
                 let recorder =
-                    Recorder::new(spec, RunDir::new(run.path()), ckpt.as_ref(), options.quiet)?;
+                    Recorder::new(spec, RunDir::new(run.path()), ckpt.as_ref(), options)?;
                 Ok((run, ckpt, recorder))
             }) {
             Ok(s) => setup = Some(s),

@@ -12,8 +12,8 @@ use shoal_rl_eval::{
 };
 use shoal_rl_parallel::{Control, Counters, IterationRecord, RecordValue, WorkerProfile};
 
-use crate::progress::ProgressReporter;
-use crate::spec::{Reference, RunSpec};
+use crate::progress::{DEFAULT_STATUS_EVERY, ProgressReporter};
+use crate::spec::{Reference, RunOptions, RunSpec};
 
 /// Seed stream of the evaluation episodes: the same for every evaluation of a
 /// run, so successive evaluations face the same starting states.
@@ -195,21 +195,28 @@ impl Recorder {
         spec: &RunSpec,
         run: RunDir,
         resume: Option<&Checkpoint>,
-        quiet: bool,
+        options: &RunOptions,
     ) -> Result<Self> {
-        let (metrics, wall_before, done) = match resume {
+        let (metrics, wall_before, episodes, env_steps) = match resume {
             Some(ckpt) => {
                 let p = ckpt.progress();
                 (
                     MetricsLog::resume(run.path(), p.episodes)?,
                     p.wall_s,
                     p.episodes,
+                    p.env_steps,
                 )
             }
-            None => (MetricsLog::open(run.path())?, 0.0, 0),
+            None => (MetricsLog::open(run.path())?, 0.0, 0, 0),
         };
-        let mut progress = ProgressReporter::new(quiet);
-        progress.start(spec.train.episodes, done);
+        let every = options.status_every.unwrap_or(DEFAULT_STATUS_EVERY);
+        let mut progress = ProgressReporter::new(options.quiet, every);
+        progress.start(
+            spec.train.episodes,
+            spec.train.env_steps,
+            episodes,
+            env_steps,
+        );
         let mut reference = LazyReference::new(spec);
         let stop_target = match spec.train.stop_at_target {
             true => {
@@ -422,8 +429,12 @@ impl Recorder {
                 record.states.as_deref(),
             )?;
         }
-        self.progress
-            .advance(record.episodes, record.train_return_mean);
+        // An iteration's record holds the means of its episodes, not each.
+        if let Some(mean) = record.train_return_mean {
+            self.progress
+                .iteration_ended(mean, record.train_success_rate);
+        }
+        self.progress.advance(record.episodes, record.env_steps);
         Ok(if stop {
             Control::Stop
         } else {

@@ -24,56 +24,68 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         counters = checkpoint_counters(ckpt);
     }
     let steps_spent = |c: &Counters| train.env_steps.is_some_and(|budget| c.env_steps >= budget);
+    // Learning goes in stretches of whole updates, each recorded as it ends:
+    // its episode lines, with their own wall time, and its update line. A
+    // learner that names no update unit learns up to the next evaluation or
+    // checkpoint in one call (one episode at a time under a step budget).
+    let per_update = learner.episodes_per_update().map(|n| n.max(1) as u64);
     while counters.episodes < train.episodes && !steps_spent(&counters) {
-        // Train up to the next evaluation or checkpoint boundary, whichever
-        // comes first (one episode at a time under a step budget, so the run
-        // ends with the episode that spends it); a stop request may end the
-        // stretch early.
         let next_eval = next_multiple(counters.episodes, train.eval_every);
         let next_ckpt = next_multiple(counters.episodes, train.checkpoint_every);
         let boundary = next_eval.min(next_ckpt).min(train.episodes);
-        let chunk = match train.env_steps {
-            Some(_) => 1,
-            None => boundary - counters.episodes,
-        };
-        let report = learner.learn_until(chunk as usize, stop)?;
-        for (i, (ret, len)) in report
-            .episode_returns
-            .iter()
-            .zip(&report.episode_lengths)
-            .enumerate()
-        {
-            counters.env_steps += len;
-            let mut record = Record::new(
-                RecordKind::Episode,
-                counters.episodes + i as u64 + 1,
-                counters.env_steps,
-                recorder.wall(),
-            )
-            .scalar("charts/episodic_return", *ret)
-            .scalar("charts/episodic_length", *len as f64);
-            if let Some(success) = report.episode_successes.get(i) {
-                record = record.scalar("charts/success", f64::from(u8::from(*success)));
+        let mut stretch_end = counters.episodes;
+        while stretch_end < boundary && !steps_spent(&counters) {
+            // Stretches are counted from the boundary chunk's start, as one
+            // `learn` call over the chunk would batch its episodes.
+            let stretch = match (per_update, train.env_steps) {
+                (Some(n), _) => n.min(boundary - stretch_end),
+                (None, Some(_)) => 1,
+                (None, None) => boundary - stretch_end,
+            };
+            stretch_end += stretch;
+            let report = learner.learn_until(stretch as usize, stop)?;
+            let wall = recorder.wall();
+            for (i, (ret, len)) in report
+                .episode_returns
+                .iter()
+                .zip(&report.episode_lengths)
+                .enumerate()
+            {
+                counters.env_steps += len;
+                let mut record = Record::new(
+                    RecordKind::Episode,
+                    counters.episodes + i as u64 + 1,
+                    counters.env_steps,
+                    wall,
+                )
+                .scalar("charts/episodic_return", *ret)
+                .scalar("charts/episodic_length", *len as f64);
+                if let Some(success) = report.episode_successes.get(i) {
+                    record = record.scalar("charts/success", f64::from(u8::from(*success)));
+                }
+                recorder.metrics.write(&record)?;
             }
-            recorder.metrics.write(&record)?;
-        }
-        let done_now = report.episode_returns.len() as u64;
-        counters.episodes += done_now;
-        if done_now < chunk {
-            // Stopped inside the stretch: what was learned so far is saved
-            // and the rest of the stretch is learned after `--resume`.
+            let done_now = report.episode_returns.len() as u64;
+            counters.episodes += done_now;
             if done_now > 0 && !report.scalars.is_empty() {
                 write_update(&mut recorder, counters, &report.scalars)?;
             }
-            // Written even when nothing was learned: the last stretch may
-            // have ended at an evaluation that was no checkpoint.
-            recorder.checkpoint(learner, counters, None, None)?;
-            return interrupted(spec, &mut recorder, counters);
+            recorder
+                .progress
+                .episodes_ended(&report.episode_returns, &report.episode_successes);
+            recorder
+                .progress
+                .advance(counters.episodes, counters.env_steps);
+            if done_now < stretch {
+                // Stopped inside the stretch: what was learned so far is
+                // saved and the rest is learned after a resume. Written even
+                // when nothing was learned: the last stretch may have ended
+                // at an evaluation that was no checkpoint.
+                recorder.checkpoint(learner, counters, None, None)?;
+                return interrupted(spec, &mut recorder, counters);
+            }
         }
         counters.iteration += 1;
-        if !report.scalars.is_empty() {
-            write_update(&mut recorder, counters, &report.scalars)?;
-        }
         let mut done = counters.episodes == train.episodes || steps_spent(&counters);
         if counters.episodes % train.eval_every == 0 || done {
             let eval = learner.evaluate(train.eval_episodes, eval_seed(spec.seed))?;
@@ -85,9 +97,6 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         if counters.episodes % train.checkpoint_every == 0 || done || stopping {
             recorder.checkpoint(learner, counters, None, None)?;
         }
-        recorder
-            .progress
-            .advance(counters.episodes, report.episode_returns.last().copied());
         if stopping {
             return interrupted(spec, &mut recorder, counters);
         }

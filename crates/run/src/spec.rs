@@ -17,11 +17,12 @@ use shoal_rl_parallel::Backend;
 pub struct TrainConfig {
     /// Training episodes in total (over all workers). Default 10 000.
     pub episodes: u64,
-    /// Training env steps: the run ends after the episode in which its
-    /// training steps reach this (Stable-Baselines3's `total_timesteps`;
-    /// evaluation steps do not count), or at `episodes`, whichever comes
-    /// first; `shoal train --steps N` sets both to N. One learner only.
-    /// Default absent.
+    /// Training env steps: the run ends after the update (the learner's
+    /// `episodes_per_update`: a PPO rollout, a DDPG cycle; else the episode)
+    /// in which its training steps reach this (Stable-Baselines3's
+    /// `total_timesteps`; evaluation steps do not count), or at `episodes`,
+    /// whichever comes first; `shoal train --steps N` sets both to N. One
+    /// learner only. Default absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env_steps: Option<u64>,
     /// Evaluate the frozen policy every this many episodes. Default 500.
@@ -285,6 +286,9 @@ pub struct RunOptions {
     /// whose first stops the run cleanly and whose second exits at once. A
     /// flag of the caller's leaves the signals alone.
     pub stop: Option<StopFlag>,
+    /// Off a terminal, the time between two status lines on stderr.
+    /// Default (`None`): 10 seconds.
+    pub status_every: Option<Duration>,
 }
 
 impl RunOptions {
@@ -308,6 +312,13 @@ impl RunOptions {
     #[must_use]
     pub fn quiet(mut self, quiet: bool) -> Self {
         self.quiet = quiet;
+        self
+    }
+
+    /// Off a terminal, a status line every `every`.
+    #[must_use]
+    pub fn status_every(mut self, every: Duration) -> Self {
+        self.status_every = Some(every);
         self
     }
 }

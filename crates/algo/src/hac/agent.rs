@@ -501,6 +501,11 @@ impl<E: GoalEnv> Learner for Hac<E> {
         self.learn_with(episodes, &mut Alone, Some(stop))
     }
 
+    /// Every level trains after each episode.
+    fn episodes_per_update(&self) -> Option<usize> {
+        Some(1)
+    }
+
     /// Every level deterministic, no subgoal tests, nothing stored, on the
     /// evaluation env; episode `i` is reset with `seed + i`.
     fn evaluate(&mut self, episodes: usize, seed: u64) -> Result<EvalReport> {

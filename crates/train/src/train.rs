@@ -9,22 +9,19 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
-use shoal_rl_algo::{Ddpg, Hac, Ppo, Reinforce};
+use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
 use shoal_rl_core::{
     Env, Error, GoalEnv, GradientLearner, Learner, Policy, Result, RolloutLearner,
 };
 use shoal_rl_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
-use shoal_rl_parallel::{
-    AveragingConfig, GatherConfig, GradientAveraging, GroupPool, Pool, PoolConfig, RolloutGather,
-    Strategy,
-};
+use shoal_rl_parallel::Strategy;
 pub use shoal_rl_run::StrategySetup;
 use shoal_rl_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
 
-use crate::algos::{algorithm, gather_kinds};
-use crate::config::{AlgoConfig, RunConfig, StrategyKind};
+use crate::config::{RunConfig, StrategyKind};
 
 /// A fresh instance of the configured environment.
 pub fn make_env(cfg: &RunConfig) -> Result<Box<dyn Env>> {
@@ -43,19 +40,16 @@ pub fn make_learner(
     rank: usize,
     lr_scale: f64,
 ) -> Result<Box<dyn GradientLearner>> {
-    (algorithm(cfg.algo.kind())?.learner)(cfg, rank, lr_scale)
+    (cfg.algos.get(cfg.algo.kind())?.learner)(cfg, rank, lr_scale)
 }
 
-/// The DDPG + HER learner of worker `rank`.
-pub(crate) fn make_ddpg(
-    cfg: &RunConfig,
-    rank: usize,
-    lr_scale: f64,
-) -> Result<Ddpg<Box<dyn GoalEnv>>> {
-    let AlgoConfig::Ddpg(algo) = &cfg.algo else {
-        unreachable!("called for ddpg configs only")
-    };
-    let mut algo = algo.clone();
+/// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
+/// settings.
+pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box<dyn GoalEnv>>> {
+    let mut algo: DdpgConfig = cfg.algo.settings()?;
+    if cfg.parallel.strategy == StrategyKind::Averaging {
+        algo.check_averaging()?;
+    }
     algo.actor_lr *= lr_scale;
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
@@ -66,13 +60,13 @@ pub(crate) fn make_ddpg(
 /// The HAC learner of worker `rank`, as [`make_learner`] builds it; its own
 /// type, for what only HAC does ([`Hac::watch`]).
 pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<dyn GoalEnv>>> {
-    let AlgoConfig::Hac(algo) = &cfg.algo else {
+    if cfg.algo.kind() != "hac" {
         return Err(Error::Config(format!(
             "expected a hac config, not `{}`",
             cfg.algo.kind()
         )));
-    };
-    let mut algo = algo.clone();
+    }
+    let mut algo: HacConfig = cfg.algo.settings()?;
     algo.actor_lr *= lr_scale;
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
@@ -94,26 +88,25 @@ fn replay_share(cfg: &RunConfig, total: usize) -> usize {
 /// The learner of worker `rank` for the rollout-gather strategy, which needs
 /// an algorithm that can split collection from update.
 pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn RolloutLearner>> {
-    let entry = algorithm(cfg.algo.kind())?;
+    let entry = cfg.algos.get(cfg.algo.kind())?;
     let make = entry.rollout_learner.ok_or_else(|| {
         Error::Config(format!(
             "parallel.strategy `gather` needs a batch algorithm ({}), not `{}`",
-            gather_kinds(),
+            cfg.algos.gather_kinds(),
             entry.kind
         ))
     })?;
     make(cfg, rank)
 }
 
-pub(crate) fn make_reinforce(
+/// The REINFORCE learner of worker `rank`, from `[algo]` as REINFORCE's
+/// settings.
+pub fn make_reinforce(
     cfg: &RunConfig,
     rank: usize,
     lr_scale: f64,
 ) -> Result<Reinforce<Box<dyn Env>>> {
-    let AlgoConfig::Reinforce(algo) = &cfg.algo else {
-        unreachable!("called for reinforce configs only")
-    };
-    let mut algo = algo.clone();
+    let mut algo: ReinforceConfig = cfg.algo.settings()?;
     algo.learning_rate *= lr_scale;
     algo.value_learning_rate *= lr_scale;
     let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
@@ -124,11 +117,8 @@ pub(crate) fn make_reinforce(
 /// from: the whole budget for one learner and under rollout gathering
 /// (rank 0 learns from every worker's episodes), a worker's share under
 /// averaging and the pool.
-pub(crate) fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
-    let AlgoConfig::Ppo(algo) = &cfg.algo else {
-        unreachable!("called for ppo configs only")
-    };
-    let mut algo = algo.clone();
+pub fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
+    let mut algo: PpoConfig = cfg.algo.settings()?;
     algo.learning_rate *= lr_scale;
     let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
     let budget = match cfg.parallel.strategy {
@@ -138,7 +128,12 @@ pub(crate) fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Pp
             .episodes
             .div_ceil(cfg.parallel.workers.max(1) as u64),
     };
-    Ok(Ppo::new(algo, make_env(cfg)?, make_env(cfg)?, seed)?.anneal_over(budget))
+    let ppo = Ppo::new(algo, make_env(cfg)?, make_env(cfg)?, seed)?;
+    // A budget in env steps is one learner's (parallel runs refuse it).
+    Ok(match cfg.train.env_steps {
+        Some(steps) => ppo.anneal_over_env_steps(steps),
+        None => ppo.anneal_over(budget),
+    })
 }
 
 /// The evaluation seed of a run.
@@ -216,9 +211,44 @@ pub struct Plan {
     pub checkpoint: Option<String>,
     /// No progress output.
     pub quiet: bool,
+    /// Off a terminal, the time between two status lines (default 10 s).
+    pub status_every: Option<Duration>,
 }
 
 impl Plan {
+    /// A new run of `cfg` in `runs/<name>-N`, with progress output.
+    pub fn new(cfg: RunConfig) -> Self {
+        Self {
+            cfg,
+            out: None,
+            resume: None,
+            checkpoint: None,
+            quiet: false,
+            status_every: None,
+        }
+    }
+
+    /// Trains in `dir` (a new or empty directory).
+    #[must_use]
+    pub fn out(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out = Some(dir.into());
+        self
+    }
+
+    /// Continues the run in `dir` from its latest checkpoint.
+    #[must_use]
+    pub fn resume(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.resume = Some(dir.into());
+        self
+    }
+
+    /// Without progress output.
+    #[must_use]
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
     /// Where the run lives, for the runtime.
     pub fn options(&self) -> RunOptions {
         RunOptions {
@@ -227,58 +257,23 @@ impl Plan {
             checkpoint: self.checkpoint.clone(),
             quiet: self.quiet,
             stop: None,
+            status_every: self.status_every,
         }
     }
 }
 
-/// Runs a plan: one learner, or `parallel.workers` through the configured
-/// strategy on the configured backend. Returns the run directory and summary
-/// on rank 0, `None` on other ranks.
+/// Runs a plan: one learner, or `parallel.workers` through the strategy
+/// `parallel.strategy` names in the config's registry
+/// ([`StrategyRegistry`](crate::strategies::StrategyRegistry)), on the
+/// configured backend. Returns the run directory and summary on rank 0,
+/// `None` on other ranks.
 pub fn run(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
     // Every check runs before anything is created on disk: a config
     // refused after its run directory exists would leave a dead directory.
     check_config(cfg)?;
-    let (spec, options) = (run_spec(cfg), plan.options());
-    match &cfg.parallel.strategy {
-        StrategyKind::None => {
-            shoal_rl_run::train(&spec, &options, || make_learner(cfg, 0, 1.0)).map(Some)
-        }
-        StrategyKind::Pool => {
-            let learner = |rank| {
-                let (worker_cfg, lr_scale) = cfg.worker(rank)?;
-                make_learner(&worker_cfg, rank, lr_scale)
-            };
-            let pool = |setup: &StrategySetup| {
-                PoolConfig::new(setup.schedule())
-                    .selection_episodes(cfg.parallel.pool_eval_episodes)
-            };
-            match cfg.parallel.pool_group_size {
-                1 => shoal_rl_run::train_parallel(&spec, &options, learner, |setup| {
-                    Ok(Pool::new(pool(setup)))
-                }),
-                group => shoal_rl_run::train_parallel(&spec, &options, learner, |setup| {
-                    Ok(GroupPool::new(pool(setup), group))
-                }),
-            }
-        }
-        StrategyKind::Gather => shoal_rl_run::train_parallel(
-            &spec,
-            &options,
-            |rank| make_rollout_learner(cfg, rank),
-            |setup| Ok(RolloutGather::new(GatherConfig::new(setup.schedule()))),
-        ),
-        StrategyKind::Averaging => run_strategy(plan, |setup| {
-            Ok(GradientAveraging::new(AveragingConfig::new(
-                setup.schedule(),
-            )))
-        }),
-        StrategyKind::Custom(name) => Err(Error::Config(format!(
-            "parallel.strategy `{name}` is not one shoal train runs (none, pool, gather, \
-             averaging); a strategy defined in another program runs through that program \
-             (shoal_rl::train::run_strategy)"
-        ))),
-    }
+    let entry = cfg.strategies.get(cfg.parallel.strategy.name())?;
+    (entry.run)(plan)
 }
 
 /// Trains `plan` with the strategy `make_strategy` builds on every rank, on
@@ -315,7 +310,7 @@ pub const MAX_EVAL_EPISODES: usize = 1_000_000;
 /// refuse is refused now).
 pub fn check_config(cfg: &RunConfig) -> Result<()> {
     cfg.parallel.validate()?;
-    let algo = algorithm(cfg.algo.kind())?;
+    let algo = cfg.algos.get(cfg.algo.kind())?;
     if algo.goal_env && !cfg.is_goal_task()? {
         return Err(Error::Config(format!(
             "algo `{}` needs a goal-conditioned env ({}), not `{}`",
@@ -393,11 +388,6 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     {
         return bad(NO_STOP_TARGET.into());
     }
-    if let AlgoConfig::Ddpg(ddpg) = &cfg.algo
-        && cfg.parallel.strategy == StrategyKind::Averaging
-    {
-        ddpg.check_averaging()?;
-    }
     if cfg.parallel.strategy == StrategyKind::Gather {
         make_rollout_learner(cfg, 0).map(drop)
     } else {
@@ -435,9 +425,9 @@ pub fn load_run(
 /// the run's env with exploration off, as `shoal eval` does.
 ///
 /// ```no_run
-/// use shoal_rl::eval::CheckpointSelector;
-/// use shoal_rl::train::TrainedPolicy;
-/// # fn main() -> shoal_rl::core::Result<()> {
+/// use shoal_rl_eval::CheckpointSelector;
+/// use shoal_rl_train::TrainedPolicy;
+/// # fn main() -> shoal_rl_core::Result<()> {
 /// let policy = TrainedPolicy::load("runs/ppo-s1".as_ref(), &CheckpointSelector::Best)?;
 /// let mut env = policy.make_env()?;
 /// let obs = env.reset(Some(0));
@@ -508,9 +498,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let AlgoConfig::Reinforce(base) = &cfg.algo else {
-            panic!("toy-reinforce is a reinforce preset")
-        };
+        let base: ReinforceConfig = cfg.algo.settings().unwrap();
         // (learning rate, gamma) each worker must train with, by hand.
         let expected = [
             (base.learning_rate * 0.5, base.gamma),
@@ -529,13 +517,9 @@ mod tests {
     fn bad_per_worker_settings_are_refused_with_one_line() {
         let refused = |extra: &[&str], workers: usize| {
             let cfg = pool_of(workers, extra).unwrap();
-            let plan = Plan {
-                cfg,
-                out: Some(std::env::temp_dir().join("shoal-never-created")),
-                resume: None,
-                checkpoint: None,
-                quiet: true,
-            };
+            let plan = Plan::new(cfg)
+                .out(std::env::temp_dir().join("shoal-never-created"))
+                .quiet();
             run(&plan).unwrap_err().to_string()
         };
         assert_eq!(
@@ -634,9 +618,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let AlgoConfig::Reinforce(base) = &cfg.algo else {
-            panic!("toy-reinforce is a reinforce preset")
-        };
+        let base: ReinforceConfig = cfg.algo.settings().unwrap();
         let expected = [
             (base.learning_rate * 0.5, 0.9),
             (base.learning_rate * 0.5, 0.9),
@@ -674,13 +656,9 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect();
             overrides.extend(extra.iter().map(|s| s.to_string()));
-            let plan = Plan {
-                cfg: RunConfig::resolve("toy-reinforce", &overrides).unwrap(),
-                out: Some(dir.join(name)),
-                resume: None,
-                checkpoint: None,
-                quiet: true,
-            };
+            let plan = Plan::new(RunConfig::resolve("toy-reinforce", &overrides).unwrap())
+                .out(dir.join(name))
+                .quiet();
             let (path, summary) = run(&plan).unwrap().unwrap();
             (path, serde_json::to_value(&summary).unwrap())
         };
@@ -740,12 +718,10 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect();
             overrides.extend(more.iter().cloned());
-            Plan {
-                cfg: RunConfig::resolve(preset, &overrides).unwrap(),
-                out: (!resume).then(|| dir.join(name)),
-                resume: resume.then(|| dir.join(name)),
-                checkpoint: None,
-                quiet: true,
+            let plan = Plan::new(RunConfig::resolve(preset, &overrides).unwrap()).quiet();
+            match resume {
+                true => plan.resume(dir.join(name)),
+                false => plan.out(dir.join(name)),
             }
         };
         let scores = |run: &Path| -> Vec<(u64, f64)> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use shoal_rl_algo::{DdpgConfig, HacConfig, PpoConfig, ReinforceConfig};
+use shoal_rl_algo::{DdpgConfig, HacConfig};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_parallel::Backend;
 
@@ -13,29 +13,56 @@ use crate::overrides::apply_override_with;
 
 pub use shoal_rl_registry::{EnvConfig, EnvRegistry};
 
-/// Which algorithm to train with, with its hyperparameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum AlgoConfig {
-    /// REINFORCE with a baseline and a Beta policy.
-    Reinforce(ReinforceConfig),
-    /// PPO with GAE(λ) and a Beta policy (or a Gaussian one).
-    Ppo(PpoConfig),
-    /// DDPG with hindsight experience replay, for goal tasks.
-    Ddpg(DdpgConfig),
-    /// Hierarchical actor-critic with HER, for goal tasks.
-    Hac(HacConfig),
+pub use crate::algos::{AlgoConfig, AlgoRegistry};
+pub use crate::strategies::StrategyRegistry;
+
+/// The tables a config's names are read in: envs (`env.kind`), algorithms
+/// (`algo.kind`) and strategies (`parallel.strategy`). Each defaults to
+/// shoal's own; a program that registers its own passes them to
+/// [`RunConfig::resolve_in`].
+#[derive(Clone, Debug, Default)]
+pub struct Registries {
+    /// The envs.
+    pub envs: EnvRegistry,
+    /// The algorithms.
+    pub algos: AlgoRegistry,
+    /// The strategies.
+    pub strategies: StrategyRegistry,
 }
 
-impl AlgoConfig {
-    /// The `kind` tag of this algorithm in config files.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AlgoConfig::Reinforce(_) => "reinforce",
-            AlgoConfig::Ppo(_) => "ppo",
-            AlgoConfig::Ddpg(_) => "ddpg",
-            AlgoConfig::Hac(_) => "hac",
-        }
+impl Registries {
+    /// With these envs.
+    #[must_use]
+    pub fn envs(mut self, envs: EnvRegistry) -> Self {
+        self.envs = envs;
+        self
+    }
+
+    /// With these algorithms.
+    #[must_use]
+    pub fn algos(mut self, algos: AlgoRegistry) -> Self {
+        self.algos = algos;
+        self
+    }
+
+    /// With these strategies.
+    #[must_use]
+    pub fn strategies(mut self, strategies: StrategyRegistry) -> Self {
+        self.strategies = strategies;
+        self
+    }
+}
+
+/// The envs given, shoal's algorithms and strategies.
+impl From<&EnvRegistry> for Registries {
+    fn from(envs: &EnvRegistry) -> Self {
+        Registries::default().envs(envs.clone())
+    }
+}
+
+impl From<&Registries> for Registries {
+    fn from(registries: &Registries) -> Self {
+        registries.clone()
     }
 }
 
@@ -271,6 +298,13 @@ pub struct RunConfig {
     /// ([`RunConfig::resolve_in`]). Not part of the file.
     #[serde(skip)]
     pub envs: EnvRegistry,
+    /// The algorithms `algo.kind` names (as `envs`). Not part of the file.
+    #[serde(skip)]
+    pub algos: AlgoRegistry,
+    /// The strategies `parallel.strategy` names (as `envs`). Not part of
+    /// the file.
+    #[serde(skip)]
+    pub strategies: StrategyRegistry,
     /// The learner.
     pub algo: AlgoConfig,
     /// Budget, evaluation and checkpoint cadence.
@@ -281,181 +315,122 @@ pub struct RunConfig {
     pub parallel: ParallelConfig,
 }
 
-/// A built-in preset: its name, what it trains, and how it is built.
+/// A built-in preset: its name and its file. A preset is data, as RL
+/// Baselines3 Zoo keeps its hyperparameters: a TOML file under `presets/`
+/// holding `about` (one line for `--help`) and the settings that differ
+/// from the defaults, with comments saying why. Keys left out take the
+/// defaults of their settings struct (the env's from its registry entry).
 pub struct Preset {
     /// The name `shoal train` takes.
     pub name: &'static str,
-    /// One line for `--help` and the unknown-preset error.
-    pub about: &'static str,
-    /// The config, before its `preset` field is set to `name`.
-    build: fn() -> RunConfig,
+    /// The preset's file, as embedded.
+    pub toml: &'static str,
 }
 
 impl Preset {
+    /// Its `about` line: what it trains, for `--help` and the
+    /// unknown-preset error.
+    pub fn about(&self) -> String {
+        self.table()
+            .get("about")
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// The preset's config, named after it.
     pub fn config(&self) -> RunConfig {
-        RunConfig {
-            preset: self.name.into(),
-            ..(self.build)()
+        self.config_in(&EnvRegistry::builtin())
+            .unwrap_or_else(|e| panic!("built-in preset {}: {e}", self.name))
+    }
+
+    /// The preset's config with the names of `registries`: its file over
+    /// the defaults of its env, algorithm, budget and parallel settings.
+    pub fn config_in(&self, registries: impl Into<Registries>) -> Result<RunConfig> {
+        let registries = registries.into();
+        let mut tree = self.table();
+        tree.remove("about");
+        tree.insert("preset".into(), self.name.into());
+        tree.entry("seed").or_insert(toml::Value::Integer(0));
+        if let Some(toml::Value::Table(env)) = tree.get_mut("env") {
+            let kind = env
+                .get("kind")
+                .and_then(toml::Value::as_str)
+                .unwrap_or_default();
+            let mut full = (registries.envs.get(kind)?.defaults)();
+            full.insert("kind".into(), kind.into());
+            merge(&mut full, std::mem::take(env));
+            *env = full;
+        }
+        read_tree(&registries, tree).map_err(|e| in_context(&format!("preset {}", self.name), e))
+    }
+
+    fn table(&self) -> toml::Table {
+        toml::from_str(self.toml)
+            .unwrap_or_else(|e| panic!("built-in preset {} is malformed: {e}", self.name))
+    }
+}
+
+/// Writes every key of `over` into `base`, tables key by key.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(value)) => merge(inner, value),
+            (_, value) => {
+                base.insert(key, value);
+            }
         }
     }
 }
 
-/// Every built-in preset: `preset()`, `shoal train --help`, the
-/// unknown-preset error and the tests all read this one table.
-pub const PRESETS: &[Preset] = &[
-    Preset {
-        name: "worm-reinforce",
-        about: "swimming worm, REINFORCE + Beta policy, one learner",
-        build: worm_reinforce,
-    },
-    Preset {
-        name: "worm-pool",
-        about: "swimming worm, REINFORCE, branch-and-merge pool of 2 workers",
-        build: worm_pool,
-    },
-    Preset {
-        name: "worm5-reinforce",
-        about: "5-link swimming worm, REINFORCE + Beta policy, one learner",
-        build: || longer_worm(5, worm_reinforce()),
-    },
-    Preset {
-        name: "worm5-pool",
-        about: "5-link swimming worm, REINFORCE, branch-and-merge pool of 2 workers",
-        build: || longer_worm(5, worm_pool()),
-    },
-    Preset {
-        name: "worm7-reinforce",
-        about: "7-link swimming worm, REINFORCE + Beta policy, one learner",
-        build: || longer_worm(7, worm_reinforce()),
-    },
-    Preset {
-        name: "worm7-pool",
-        about: "7-link swimming worm, REINFORCE, branch-and-merge pool of 2 workers",
-        build: || longer_worm(7, worm_pool()),
-    },
-    Preset {
-        name: "worm-ppo",
-        about: "swimming worm, PPO + Beta policy, one learner",
-        build: worm_ppo,
-    },
-    Preset {
-        name: "worm5-ppo",
-        about: "5-link swimming worm, PPO + Beta policy, one learner",
-        build: || longer_worm(5, worm_ppo()),
-    },
-    Preset {
-        name: "worm7-ppo",
-        about: "7-link swimming worm, PPO + Beta policy, one learner",
-        build: || longer_worm(7, worm_ppo()),
-    },
-    Preset {
-        name: "toy-ppo",
-        about: "point-reaching toy task, PPO (seconds; for tests)",
-        build: toy_ppo,
-    },
-    Preset {
-        name: "toy-reinforce",
-        about: "point-reaching toy task, REINFORCE (seconds; for tests)",
-        build: toy_reinforce,
-    },
-    Preset {
-        name: "push-ddpg-her",
-        about: "arm pushes a box to a goal, DDPG + HER (OpenAI baselines' defaults)",
-        build: || goal_preset(env("arm-push", &shoal_rl_env::ArmPushConfig::default())),
-    },
-    Preset {
-        name: "ball-ddpg-her",
-        about: "arm strikes a ball into a net, DDPG + HER",
-        build: || {
-            goal_preset(env(
-                "ball-to-net",
-                &shoal_rl_env::BallToNetConfig::default(),
-            ))
-        },
-    },
-    Preset {
-        name: "toy-ddpg-her",
-        about: "point-goal toy task, DDPG + HER (seconds; for tests)",
-        build: toy_ddpg_her,
-    },
-    Preset {
-        name: "push-far-ddpg-her",
-        about: "arm pushes a box 0.4-0.7 m in 200 steps (long horizon), DDPG + HER",
-        build: || goal_preset(env("arm-push", &shoal_rl_env::ArmPushConfig::far())),
-    },
-    Preset {
-        name: "push-far-hac",
-        about: "arm pushes a box 0.4-0.7 m in 200 steps (long horizon), 2-level HAC + HER",
-        build: push_far_hac,
-    },
-    Preset {
-        name: "push-hac",
-        about: "arm pushes a box to a goal, 2-level HAC + HER (ends 0.84-0.92; push-ddpg-her ends higher)",
-        build: push_hac,
-    },
-    Preset {
-        name: "ball-hac",
-        about: "arm strikes a ball into a net, 2-level HAC + HER",
-        build: || {
-            hac_preset(
-                "ball-to-net",
-                &shoal_rl_env::BallToNetConfig::default(),
-                |b| &b.arm,
-            )
-        },
-    },
-    Preset {
-        name: "ur5-hac1",
-        about: "UR5 reacher (HAC paper): flat, 1-level HAC + HER",
-        build: || ur5_hac(1),
-    },
-    Preset {
-        name: "ur5-hac2",
-        about: "UR5 reacher (HAC paper): 2-level HAC, H = 25",
-        build: || ur5_hac(2),
-    },
-    Preset {
-        name: "ur5-hac3",
-        about: "UR5 reacher (HAC paper): 3-level HAC, H = 10",
-        build: || ur5_hac(3),
-    },
-    Preset {
-        name: "pendulum-hac1",
-        about: "inverted pendulum (HAC paper): flat, 1-level HAC + HER",
-        build: || pendulum_hac(1),
-    },
-    Preset {
-        name: "pendulum-hac2",
-        about: "inverted pendulum (HAC paper): 2-level HAC, H = 25",
-        build: || pendulum_hac(2),
-    },
-    Preset {
-        name: "pendulum-hac3",
-        about: "inverted pendulum (HAC paper): 3-level HAC, H = 10",
-        build: || pendulum_hac(3),
-    },
-    Preset {
-        name: "push-far-hac3",
-        about: "arm pushes a box 0.4-0.7 m in 200 steps, 3-level HAC, H = 10 (the paper's)",
-        build: push_far_hac3,
-    },
-    Preset {
-        name: "toy-hac",
-        about: "point-goal toy task, 2-level HAC + HER (seconds; for tests)",
-        build: toy_hac,
-    },
-];
-
-/// A built-in env's config from its typed settings.
-fn env<S: serde::Serialize>(kind: &str, settings: &S) -> EnvConfig {
-    EnvConfig::new(kind, settings).expect("built-in settings are TOML")
+macro_rules! presets {
+    ($($name:literal),* $(,)?) => {
+        &[$(Preset { name: $name, toml: include_str!(concat!("../presets/", $name, ".toml")) }),*]
+    };
 }
+
+/// Every built-in preset, in the order `--help` lists them: `preset()`,
+/// `shoal train --help`, the unknown-preset error and the tests all read
+/// this one table. A new preset is its file under `presets/` and its name
+/// here.
+pub const PRESETS: &[Preset] = presets![
+    "worm-reinforce",
+    "worm-pool",
+    "worm5-reinforce",
+    "worm5-pool",
+    "worm7-reinforce",
+    "worm7-pool",
+    "worm-ppo",
+    "worm5-ppo",
+    "worm7-ppo",
+    "toy-ppo",
+    "toy-reinforce",
+    "push-ddpg-her",
+    "ball-ddpg-her",
+    "toy-ddpg-her",
+    "push-far-ddpg-her",
+    "push-far-hac",
+    "push-hac",
+    "ball-hac",
+    "ur5-hac1",
+    "ur5-hac2",
+    "ur5-hac3",
+    "pendulum-hac1",
+    "pendulum-hac2",
+    "pendulum-hac3",
+    "push-far-hac3",
+    "toy-hac",
+];
 
 /// The built-in preset `name`.
 pub fn preset(name: &str) -> Result<RunConfig> {
+    find_preset(name).map(Preset::config)
+}
+
+/// The entry of the built-in preset `name`, or an error listing them.
+pub fn find_preset(name: &str) -> Result<&'static Preset> {
     match PRESETS.iter().find(|p| p.name == name) {
-        Some(preset) => Ok(preset.config()),
+        Some(preset) => Ok(preset),
         None => {
             let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
             Err(Error::Config(format!(
@@ -466,344 +441,6 @@ pub fn preset(name: &str) -> Result<RunConfig> {
     }
 }
 
-fn worm_reinforce() -> RunConfig {
-    RunConfig {
-        preset: String::new(),
-        seed: 0,
-        env: env("worm", &shoal_rl_env::WormConfig::default()),
-        envs: EnvRegistry::builtin(),
-        algo: AlgoConfig::Reinforce(ReinforceConfig::default()),
-        train: TrainConfig::default(),
-        parallel: ParallelConfig::default(),
-    }
-}
-
-/// PPO on the worm: CleanRL's continuous-action defaults but for two
-/// settings the data chose (docs/experiments/ppo-worm.md), over 3 × 10⁶ env
-/// steps. γ = 0.999, a horizon of one 1 000-step episode: with RL Zoo's
-/// Swimmer value 0.9999 the return peaked within 3 × 10⁵ steps and then
-/// fell by 10–17 % on both seeds tried, where 0.999 climbed to the end.
-/// Adam 1e-3 rather than 3e-4: ahead at every evaluation on both seeds.
-fn worm_ppo() -> RunConfig {
-    RunConfig {
-        algo: AlgoConfig::Ppo(PpoConfig {
-            gamma: 0.999,
-            learning_rate: 1e-3,
-            ..PpoConfig::default()
-        }),
-        train: TrainConfig {
-            episodes: 3_000,
-            eval_every: 50,
-            checkpoint_every: 250,
-            ..TrainConfig::default()
-        },
-        ..worm_reinforce()
-    }
-}
-
-fn toy_ppo() -> RunConfig {
-    RunConfig {
-        algo: AlgoConfig::Ppo(PpoConfig {
-            episodes_per_rollout: 8,
-            minibatches: 4,
-            hidden: vec![32],
-            learning_rate: 3e-3,
-            ..PpoConfig::default()
-        }),
-        ..toy_reinforce()
-    }
-}
-
-fn worm_pool() -> RunConfig {
-    RunConfig {
-        parallel: ParallelConfig {
-            workers: 2,
-            strategy: StrategyKind::Pool,
-            ..ParallelConfig::default()
-        },
-        ..worm_reinforce()
-    }
-}
-
-/// `base` on a worm of `links` links (DeepMind Control's swimmers go to 6
-/// and 15): a longer worm learns for longer, where selection has more bad
-/// updates to weed out. Its gait reference in `summary.json` comes from the
-/// same search on the same worm.
-///
-/// At the settings measured best there (docs/algorithms/pool.md): the
-/// learning rate 1e-3, best of the 5-link sweep (median final 2 240 against
-/// 3e-4's 2 182, 5 seeds each), and for a pool a second worker at 3× that
-/// rate instead of a guard at 0.1× (at 4 000 lineage episodes the guard
-/// ended 2 002, below a single learner's 2 103; `[1.0, 3.0]` 2 161, and
-/// ahead of a single learner on 3, 5 and 7 links).
-fn longer_worm(links: usize, base: RunConfig) -> RunConfig {
-    let mut cfg = RunConfig {
-        env: env("worm", &shoal_rl_env::WormConfig::default().links(links)),
-        ..base
-    };
-    if let AlgoConfig::Reinforce(reinforce) = &mut cfg.algo {
-        reinforce.learning_rate = 1e-3;
-    }
-    if cfg.parallel.strategy == StrategyKind::Pool {
-        cfg.parallel.worker_lr_scales = vec![1.0, 3.0];
-        // 10 000 lineage episodes, the single learner's budget: the budget
-        // the pool's results were measured with (docs/experiments/pool-worm.md).
-        cfg.train.episodes = 20_000;
-    }
-    cfg
-}
-
-fn toy_reinforce() -> RunConfig {
-    RunConfig {
-        preset: String::new(),
-        seed: 0,
-        env: env("point-reach", &shoal_rl_env::PointReachConfig::default()),
-        envs: EnvRegistry::builtin(),
-        algo: AlgoConfig::Reinforce(ReinforceConfig {
-            learning_rate: 1e-2,
-            hidden: vec![32],
-            episodes_per_update: 8,
-            ..ReinforceConfig::default()
-        }),
-        train: TrainConfig {
-            episodes: 800,
-            eval_every: 200,
-            eval_episodes: 10,
-            final_eval_episodes: 20,
-            checkpoint_every: 200,
-            ..TrainConfig::default()
-        },
-        parallel: ParallelConfig::default(),
-    }
-}
-
-/// DDPG + HER with OpenAI baselines' defaults on a goal task. The budget is
-/// counted in episodes: 50 cycles × 2 episodes make one of baselines'
-/// epochs, so 6 000 episodes are 60 epochs (arm push reached eval success
-/// 0.9 after 45 on one core), evaluated every 5 epochs.
-fn goal_preset(env: EnvConfig) -> RunConfig {
-    RunConfig {
-        preset: String::new(),
-        seed: 0,
-        env,
-        envs: EnvRegistry::builtin(),
-        // `final` relabelling, not the library's `future` (OpenAI
-        // baselines'): at 6 000 episodes, 3 seeds, its median final
-        // success is 0.97 against 0.96 on push and 1.00 against 1.00 on the
-        // ball, the rule fixed before those runs (docs/algorithms/ddpg-her.md).
-        algo: AlgoConfig::Ddpg(DdpgConfig {
-            her_strategy: shoal_rl_algo::HerStrategy::Final,
-            ..DdpgConfig::default()
-        }),
-        train: TrainConfig {
-            episodes: 6_000,
-            eval_every: 500,
-            eval_episodes: 20,
-            final_eval_episodes: 100,
-            checkpoint_every: 1_000,
-            ..TrainConfig::default()
-        },
-        parallel: ParallelConfig {
-            strategy: StrategyKind::None,
-            episodes_per_iteration: 2,
-            ..ParallelConfig::default()
-        },
-    }
-}
-
-/// The budget of the goal toy presets: a few hundred short episodes.
-fn toy_goal_train() -> TrainConfig {
-    TrainConfig {
-        episodes: 200,
-        eval_every: 50,
-        eval_episodes: 10,
-        final_eval_episodes: 20,
-        checkpoint_every: 50,
-        ..TrainConfig::default()
-    }
-}
-
-fn toy_ddpg_her() -> RunConfig {
-    RunConfig {
-        algo: AlgoConfig::Ddpg(DdpgConfig {
-            hidden: vec![64, 64],
-            n_batches: 10,
-            batch_size: 64,
-            ..DdpgConfig::default()
-        }),
-        train: toy_goal_train(),
-        ..goal_preset(env("point-goal", &shoal_rl_env::PointGoalConfig::default()))
-    }
-}
-
-/// 2-level HAC on a 50-step arm task: the upper level proposes a subgoal for
-/// H = 10 steps, so an episode holds 5 subgoal attempts. Subgoals are object
-/// positions over the table (the ball's net may lie beyond its edge, hence
-/// the margin), up to 10 cm above it.
-fn hac_preset<S: serde::Serialize>(
-    kind: &str,
-    settings: &S,
-    arm: fn(&S) -> &shoal_rl_env::arm::ArmConfig,
-) -> RunConfig {
-    // The ball's net may lie beyond the table's edge.
-    let margin = if kind == "ball-to-net" { 0.3 } else { 0.0 };
-    let (low, high) = arm(settings).object_region(margin, 0.1);
-    // Each level acts at most H times per attempt: H² steps must cover the
-    // episode (50 steps: H = 10; the far push's 200: H = 15).
-    let steps = arm(settings).max_episode_steps;
-    let algo = HacConfig {
-        levels: 2,
-        horizon: if steps > 100 { 15 } else { 10 },
-        subgoal_low: Some(low),
-        subgoal_high: Some(high),
-        ..HacConfig::default()
-    };
-    RunConfig {
-        algo: AlgoConfig::Hac(algo),
-        ..goal_preset(env(kind, settings))
-    }
-}
-
-/// 2-level HAC on the 50-step push, on the schedule that met HAC's
-/// reliability criterion (final success ≥ 0.9 on 100 episodes for seeds
-/// 0–2: 0.90, 0.90, 0.92; docs/algorithms/hac.md): batches of 256 and 20
-/// updates per level per episode for 12 000 episodes — the update work of
-/// 6 000 episodes at the paper's 40, where batch 1 024 and 256 both ended
-/// below 0.9.
-fn push_hac() -> RunConfig {
-    let mut config = hac_preset("arm-push", &shoal_rl_env::ArmPushConfig::default(), |p| {
-        &p.arm
-    });
-    if let AlgoConfig::Hac(hac) = &mut config.algo {
-        hac.batch_size = 256;
-        hac.n_batches = 20;
-    }
-    config.train.episodes = 12_000;
-    config
-}
-
-/// 2-level HAC on the far push, at the batch of 256 it ran in the
-/// long-horizon comparison, where it beat flat DDPG + HER (median 0.85
-/// against 0.25 at 4 500 episodes, seeds 0–2; docs/algorithms/hac.md):
-/// 40 updates per level per episode, as there.
-fn push_far_hac() -> RunConfig {
-    let mut config = hac_preset("arm-push", &shoal_rl_env::ArmPushConfig::far(), |p| &p.arm);
-    if let AlgoConfig::Hac(hac) = &mut config.algo {
-        hac.batch_size = 256;
-    }
-    config
-}
-
-/// 2-level HAC on the point-goal task with a wider goal (0.1) and a faster
-/// point (0.2 per step): H = 8 steps per subgoal, 8 attempts per 64-step
-/// episode; subgoals default to the arena, the env's goal space. Reaches
-/// eval success 0.95–1.0 in 250 episodes (seeds 0–2) in 12–16 s.
-/// The HAC authors' current code for `levels` levels on a paper task
-/// ([`HacConfig::levy`]): H = `horizons[levels − 1]` (one level acts for
-/// the whole episode), buffers for `episodes_to_store` episodes, atomic
-/// noise 0.1.
-fn paper_hac(levels: usize, horizons: [usize; 3], episodes_to_store: usize) -> HacConfig {
-    HacConfig {
-        noise_eps: 0.1,
-        ..HacConfig::levy(levels, horizons[levels - 1], episodes_to_store)
-    }
-}
-
-/// A paper task's budget: evaluations every 50 episodes (the paper tests
-/// after every 50 exploration episodes), 100 final ones.
-fn paper_train(episodes: u64) -> TrainConfig {
-    TrainConfig {
-        episodes,
-        eval_every: 50,
-        eval_episodes: 20,
-        final_eval_episodes: 100,
-        checkpoint_every: 100,
-        ..TrainConfig::default()
-    }
-}
-
-/// The UR5 reacher with the paper's code's settings: subgoals are the
-/// three joint angles and three velocities (bounds ±2π and ±4 rad/s),
-/// reached within 10° and 2 rad/s; H = 600 / 25 / 10 for 1 / 2 / 3 levels;
-/// 500 episodes stored; subgoal noise 0.03.
-fn ur5_hac(levels: usize) -> RunConfig {
-    use std::f32::consts::TAU;
-    let reacher = shoal_rl_env::Ur5ReacherConfig::default();
-    let angle = f64::from(reacher.angle_threshold);
-    let algo = HacConfig {
-        subgoal_indices: Some((0..6).collect()),
-        subgoal_low: Some(vec![-TAU, -TAU, -TAU, -4.0, -4.0, -4.0]),
-        subgoal_high: Some(vec![TAU, TAU, TAU, 4.0, 4.0, 4.0]),
-        subgoal_thresholds: Some(vec![angle, angle, angle, 2.0, 2.0, 2.0]),
-        subgoal_noise_eps: Some(0.03),
-        ..paper_hac(levels, [reacher.max_episode_steps, 25, 10], 500)
-    };
-    RunConfig {
-        algo: AlgoConfig::Hac(algo),
-        train: paper_train(500),
-        ..goal_preset(env("ur5-reacher", &reacher))
-    }
-}
-
-/// The inverted pendulum with the paper's code's settings: subgoals are
-/// the angle and velocity (bounds ±π and ±15 rad/s), reached within 9.5°
-/// and 0.6 rad/s; H = 1 000 / 32 / 10 for 1 / 2 / 3 levels; 200 episodes
-/// stored; subgoal noise 0.1, the pendulum code's value. 1 000 episodes:
-/// nothing learns before about 600 (docs/experiments/hac-authors-code.md).
-fn pendulum_hac(levels: usize) -> RunConfig {
-    use std::f32::consts::PI;
-    let pendulum = shoal_rl_env::InvertedPendulumConfig::default();
-    let algo = HacConfig {
-        subgoal_low: Some(vec![-PI, -15.0]),
-        subgoal_high: Some(vec![PI, 15.0]),
-        subgoal_thresholds: Some(vec![
-            f64::from(pendulum.angle_threshold),
-            f64::from(pendulum.velocity_threshold),
-        ]),
-        subgoal_noise_eps: Some(0.1),
-        ..paper_hac(levels, [pendulum.max_episode_steps, 32, 10], 200)
-    };
-    RunConfig {
-        algo: AlgoConfig::Hac(algo),
-        train: paper_train(1000),
-        ..goal_preset(env("pendulum", &pendulum))
-    }
-}
-
-/// push-far-hac with 3 levels at the paper's H = 10, the top level acting
-/// until the episode's 200 steps end.
-fn push_far_hac3() -> RunConfig {
-    let mut config = push_far_hac();
-    if let AlgoConfig::Hac(hac) = &mut config.algo {
-        hac.levels = 3;
-        hac.horizon = 10;
-        hac.top_level_unlimited = true;
-    }
-    config
-}
-
-fn toy_hac() -> RunConfig {
-    let env = shoal_rl_env::PointGoalConfig::default()
-        .distance_threshold(0.1)
-        .max_speed(0.2)
-        .max_episode_steps(64);
-    RunConfig {
-        algo: AlgoConfig::Hac(HacConfig {
-            levels: 2,
-            horizon: 8,
-            hidden: vec![64, 64],
-            batch_size: 128,
-            n_batches: 20,
-            ..HacConfig::default()
-        }),
-        train: TrainConfig {
-            episodes: 250,
-            ..toy_goal_train()
-        },
-        ..goal_preset(self::env("point-goal", &env))
-    }
-}
-
 impl RunConfig {
     /// Resolves a preset name or a path to a TOML file, then applies `--set`
     /// overrides in order.
@@ -811,19 +448,24 @@ impl RunConfig {
         Self::resolve_in(&EnvRegistry::builtin(), source, overrides)
     }
 
-    /// [`RunConfig::resolve`] with the envs of `envs`: how a program that
-    /// registers its own envs reads a config or a preset that names them.
-    pub fn resolve_in(envs: &EnvRegistry, source: &str, overrides: &[String]) -> Result<RunConfig> {
+    /// [`RunConfig::resolve`] with the envs, algorithms and strategies of
+    /// `registries` (an [`EnvRegistry`] alone takes shoal's algorithms and
+    /// strategies): how a program that registers its own reads a config or
+    /// a preset that names them.
+    pub fn resolve_in(
+        registries: impl Into<Registries>,
+        source: &str,
+        overrides: &[String],
+    ) -> Result<RunConfig> {
+        let registries = registries.into();
         if source.ends_with(".toml") || Path::new(source).is_file() {
             let text = std::fs::read_to_string(source)
                 .map_err(|e| Error::io(format!("reading config {source}"), e))?;
-            return Self::from_toml_in(envs, &text, source)?.with_overrides(overrides);
+            return Self::from_toml_in(&registries, &text, source)?.with_overrides(overrides);
         }
-        let preset = RunConfig {
-            envs: envs.clone(),
-            ..preset(source)?
-        };
-        let mut cfg = preset.with_overrides(overrides)?;
+        let mut cfg = find_preset(source)?
+            .config_in(&registries)?
+            .with_overrides(overrides)?;
         cfg.follow_workers(overrides);
         Ok(cfg)
     }
@@ -887,30 +529,28 @@ impl RunConfig {
         };
         match self.parallel.strategy {
             StrategyKind::Averaging if workers > 1 => {
-                if matches!(self.algo, AlgoConfig::Ddpg(_) | AlgoConfig::Hac(_))
-                    && !named("train.episodes")
-                {
+                if ["ddpg", "hac"].contains(&self.algo.kind()) && !named("train.episodes") {
                     self.raise_budget(averaging_budget(self.train.episodes, workers), &named);
                 }
                 if named("algo.batch_size") {
                     return;
                 }
-                match &mut self.algo {
-                    AlgoConfig::Ddpg(ddpg) => {
-                        let (batch, updates) =
-                            averaging_ddpg_work(ddpg.batch_size, ddpg.n_batches, workers);
-                        ddpg.batch_size = batch;
-                        if !named("algo.n_batches") {
-                            ddpg.n_batches = updates;
-                        }
+                if let Some(mut ddpg) = self.algo.settings_if::<DdpgConfig>("ddpg") {
+                    let (batch, updates) =
+                        averaging_ddpg_work(ddpg.batch_size, ddpg.n_batches, workers);
+                    ddpg.batch_size = batch;
+                    if !named("algo.n_batches") {
+                        ddpg.n_batches = updates;
                     }
-                    AlgoConfig::Hac(hac) => hac.batch_size = shared_batch(hac.batch_size, workers),
-                    AlgoConfig::Reinforce(_) | AlgoConfig::Ppo(_) => {}
+                    self.algo = AlgoConfig::new("ddpg", &ddpg).expect("DDPG's settings are TOML");
+                } else if let Some(mut hac) = self.algo.settings_if::<HacConfig>("hac") {
+                    hac.batch_size = shared_batch(hac.batch_size, workers);
+                    self.algo = AlgoConfig::new("hac", &hac).expect("HAC's settings are TOML");
                 }
             }
             StrategyKind::Pool
                 if self.parallel.candidates() >= SPREAD_POOL_FROM
-                    && matches!(self.algo, AlgoConfig::Reinforce(_))
+                    && self.algo.kind() == "reinforce"
                     && !named("parallel.worker_lr_scales") =>
             {
                 self.parallel.worker_lr_scales = spread_lr_scales(self.parallel.candidates());
@@ -942,7 +582,7 @@ impl RunConfig {
         let mut tree = self.to_table();
         // Optional settings are absent while unset; they may be added.
         let accepts = |tree: &toml::Table| {
-            read_tree(&self.envs, tree.clone())
+            read_tree(&self.registries(), tree.clone())
                 .map(drop)
                 .map_err(|e| match e {
                     Error::Config(message) => message,
@@ -952,7 +592,7 @@ impl RunConfig {
         for assignment in overrides {
             apply_override_with(&mut tree, assignment, &accepts)?;
         }
-        read_tree(&self.envs, tree).map_err(|e| in_context("after --set", e))
+        read_tree(&self.registries(), tree).map_err(|e| in_context("after --set", e))
     }
 
     /// The config worker `rank` of a pool trains with: the run's, with its
@@ -978,13 +618,27 @@ impl RunConfig {
         Self::from_toml_in(&EnvRegistry::builtin(), text, origin)
     }
 
-    /// [`RunConfig::from_toml`] with the envs of `envs`.
-    pub fn from_toml_in(envs: &EnvRegistry, text: &str, origin: &str) -> Result<RunConfig> {
+    /// [`RunConfig::from_toml`] with the names of `registries`.
+    pub fn from_toml_in(
+        registries: impl Into<Registries>,
+        text: &str,
+        origin: &str,
+    ) -> Result<RunConfig> {
+        let registries = registries.into();
         let malformed =
             |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
         let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
         migrate(&mut tree);
-        read_tree(envs, tree).map_err(|e| in_context(&format!("{origin} is malformed"), e))
+        read_tree(&registries, tree).map_err(|e| in_context(&format!("{origin} is malformed"), e))
+    }
+
+    /// The tables this config's names were read in.
+    pub fn registries(&self) -> Registries {
+        Registries {
+            envs: self.envs.clone(),
+            algos: self.algos.clone(),
+            strategies: self.strategies.clone(),
+        }
     }
 
     /// Whether the run's env is goal-conditioned (success rates, HER, HAC).
@@ -1008,14 +662,17 @@ impl RunConfig {
     }
 }
 
-/// A config tree as a [`RunConfig`] whose env `envs` names, its env
-/// settings checked by the env's entry.
-fn read_tree(envs: &EnvRegistry, tree: toml::Table) -> Result<RunConfig> {
+/// A config tree as a [`RunConfig`] whose names `registries` holds, its
+/// env and algorithm settings checked by their entries.
+fn read_tree(registries: &Registries, tree: toml::Table) -> Result<RunConfig> {
     let mut cfg: RunConfig = toml::Value::Table(tree)
         .try_into()
         .map_err(|e: toml::de::Error| Error::Config(one_line(&e)))?;
-    cfg.envs = envs.clone();
+    cfg.envs = registries.envs.clone();
+    cfg.algos = registries.algos.clone();
+    cfg.strategies = registries.strategies.clone();
     cfg.envs.check(&cfg.env)?;
+    cfg.algo.settings = (cfg.algos.get(cfg.algo.kind())?.normalize)(&cfg.algo.settings)?;
     Ok(cfg)
 }
 
@@ -1100,7 +757,7 @@ pub fn migrate(tree: &mut toml::Table) {
 
 /// `error` as a config error whose line starts with `context`: its own
 /// message keeps no second "invalid configuration:" prefix.
-pub(crate) fn in_context(context: &str, error: Error) -> Error {
+pub fn in_context(context: &str, error: Error) -> Error {
     let message = match error {
         Error::Config(message) => message,
         other => other.to_string(),
@@ -1138,11 +795,22 @@ pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
         let dotted = |(key, doc)| (format!("{prefix}.{key}"), doc);
         keys.into_iter().map(dotted).collect()
     }
-    let algo = crate::algos::algorithm(cfg.algo.kind())?;
+    let algo = cfg.algos.get(cfg.algo.kind())?;
     // The top level's own keys; its tables are documented key by key below.
     let mut docs: Vec<(String, String)> = keys_of(&config_docs, "RunConfig")
         .into_iter()
-        .filter(|(key, _)| !["env", "envs", "algo", "train", "parallel"].contains(&key.as_str()))
+        .filter(|(key, _)| {
+            ![
+                "env",
+                "envs",
+                "algos",
+                "strategies",
+                "algo",
+                "train",
+                "parallel",
+            ]
+            .contains(&key.as_str())
+        })
         .collect();
     docs.push((
         "env.kind".into(),
@@ -1153,10 +821,7 @@ pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
         "algo.kind".into(),
         "The algorithm (`shoal train --help` lists them).".into(),
     ));
-    docs.extend(section(
-        "algo",
-        keys_of(&shoal_rl_algo::config_docs, algo.settings_type),
-    ));
+    docs.extend(section("algo", (algo.key_docs)()));
     docs.extend(section(
         "train",
         keys_of(&shoal_rl_run::config_docs, "TrainConfig"),
@@ -1175,8 +840,8 @@ pub fn reference_page() -> Result<String> {
          Every key `shoal train --set` and `config.toml` take, with its meaning (the doc \
          comment of its field in the code) and its value in one preset that uses it. \
          `shoal config PRESET` prints any preset's values with the same comments. \
-         This page is generated from the code (`SHOAL_BLESS=1 cargo test --lib \
-         reference_page` rewrites it) and a test fails when it is out of date.\n",
+         This page is generated from the code (`SHOAL_BLESS=1 cargo test --workspace \
+         --lib reference_page` rewrites it) and a test fails when it is out of date.\n",
     );
     // One preset per section: the run's own keys, each env, each algorithm.
     let sections: [(&str, &str, &str); 14] = [
@@ -1244,16 +909,61 @@ pub fn reference_page() -> Result<String> {
     Ok(page)
 }
 
+/// `toml` with each key's doc above it as `#` lines of at most 80 columns.
+/// Comments change nothing a TOML reader sees.
+pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let mut table = String::new();
+    let comment = |doc: &str, out: &mut String| {
+        let mut line = String::from("#");
+        for word in doc.split_whitespace() {
+            if line.len() + 1 + word.len() > 80 {
+                out.push_str(&line);
+                out.push('\n');
+                line = String::from("#");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    };
+    for line in toml.lines() {
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            table = format!("{header}.");
+            // A table that holds one of an enum's variants (`[env.arm.gripper.Block]`):
+            // the doc of the field that holds the enum.
+            if let Some((_, doc)) = docs
+                .iter()
+                .find(|(k, _)| header.starts_with(k.as_str()) && header[k.len()..].starts_with('.'))
+            {
+                comment(doc, &mut out);
+            }
+        } else if let Some((key, _)) = line.split_once(" = ")
+            && !key.starts_with([' ', '#'])
+        {
+            let dotted = format!("{table}{key}");
+            if let Some((_, doc)) = docs.iter().find(|(k, _)| *k == dotted) {
+                comment(doc, &mut out);
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal_rl_algo::ReinforceConfig;
 
     #[test]
     fn every_key_of_every_preset_has_a_doc_and_shoal_config_prints_it() {
         for p in PRESETS {
             let cfg = preset(p.name).unwrap();
             let docs = key_docs(&cfg).unwrap();
-            let text = crate::cli::commented(&cfg.to_toml(), &docs);
+            let text = commented(&cfg.to_toml(), &docs);
             // Comments change nothing a reader of the file sees.
             assert_eq!(
                 toml::from_str::<toml::Table>(&text).unwrap(),
@@ -1283,7 +993,8 @@ mod tests {
 
     #[test]
     fn reference_page_is_the_generated_one() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md");
         let page = reference_page().unwrap();
         if std::env::var_os("SHOAL_BLESS").is_some() {
             std::fs::write(&path, &page).unwrap();
@@ -1291,8 +1002,8 @@ mod tests {
         let written = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             written == page,
-            "docs/configuration.md is out of date: run `SHOAL_BLESS=1 cargo test --lib \
-             reference_page` and commit it"
+            "docs/configuration.md is out of date: run `SHOAL_BLESS=1 cargo test --workspace \
+             --lib reference_page` and commit it"
         );
     }
 
@@ -1380,16 +1091,13 @@ mod tests {
             let mut longer = preset(name).unwrap();
             let worm: shoal_rl_env::WormConfig = longer.env.settings().unwrap();
             assert_eq!(worm.links, links, "{name}");
-            longer.env = env("worm", &worm.links(3));
-            let AlgoConfig::Reinforce(reinforce) = &mut longer.algo else {
-                panic!("{name} trains REINFORCE")
-            };
+            longer.env = EnvConfig::new("worm", &worm.links(3)).unwrap();
+            let mut reinforce: ReinforceConfig = longer.algo.settings().unwrap();
             assert_eq!(reinforce.learning_rate, 1e-3, "{name}");
             let base_cfg = preset(base).unwrap();
-            let AlgoConfig::Reinforce(base_reinforce) = &base_cfg.algo else {
-                panic!("{base} trains REINFORCE")
-            };
+            let base_reinforce: ReinforceConfig = base_cfg.algo.settings().unwrap();
             reinforce.learning_rate = base_reinforce.learning_rate;
+            longer.algo = AlgoConfig::new("reinforce", &reinforce).unwrap();
             if let Some(scales) = pool_scales {
                 assert_eq!(longer.parallel.worker_lr_scales, scales, "{name}");
                 longer.parallel.worker_lr_scales = base_cfg.parallel.worker_lr_scales.clone();
@@ -1434,9 +1142,7 @@ mod tests {
             "{err}"
         );
         let ok = RunConfig::resolve("toy-reinforce", &["algo.gamma=0.5".into()]).unwrap();
-        let AlgoConfig::Reinforce(r) = ok.algo else {
-            panic!("toy-reinforce is a reinforce preset")
-        };
+        let r: ReinforceConfig = ok.algo.settings().unwrap();
         assert_eq!(r.gamma, 0.5);
     }
 
@@ -1497,5 +1203,87 @@ mod tests {
                 before.len()
             );
         }
+    }
+
+    #[test]
+    fn values_the_preset_files_write_out_follow_their_sources() {
+        // An arm HAC preset's subgoals span the object's region over its
+        // table, up to 10 cm above it (the ball's net may lie 0.3 m beyond).
+        for (name, margin) in [
+            ("push-hac", 0.0),
+            ("push-far-hac", 0.0),
+            ("push-far-hac3", 0.0),
+            ("ball-hac", 0.3),
+        ] {
+            let cfg = preset(name).unwrap();
+            let arm: shoal_rl_env::arm::ArmConfig = match cfg.env.kind.as_str() {
+                "arm-push" => {
+                    cfg.env
+                        .settings::<shoal_rl_env::ArmPushConfig>()
+                        .unwrap()
+                        .arm
+                }
+                _ => {
+                    cfg.env
+                        .settings::<shoal_rl_env::BallToNetConfig>()
+                        .unwrap()
+                        .arm
+                }
+            };
+            let (low, high) = arm.object_region(margin, 0.1);
+            let hac: HacConfig = cfg.algo.settings().unwrap();
+            assert_eq!(hac.subgoal_low.as_ref(), Some(&low), "{name}");
+            assert_eq!(hac.subgoal_high.as_ref(), Some(&high), "{name}");
+            // H steps of H subgoals cover the episode.
+            let horizon = if arm.max_episode_steps > 100 { 15 } else { 10 };
+            assert!(hac.horizon == horizon || hac.levels == 3, "{name}");
+        }
+        // The paper tasks' subgoal thresholds are their envs' own.
+        let reacher = shoal_rl_env::Ur5ReacherConfig::default();
+        let pendulum = shoal_rl_env::InvertedPendulumConfig::default();
+        for levels in 1..=3 {
+            let hac: HacConfig = preset(&format!("ur5-hac{levels}"))
+                .unwrap()
+                .algo
+                .settings()
+                .unwrap();
+            let angle = f64::from(reacher.angle_threshold);
+            assert_eq!(
+                hac.subgoal_thresholds,
+                Some(vec![angle, angle, angle, 2.0, 2.0, 2.0])
+            );
+            let tau = std::f32::consts::TAU;
+            assert_eq!(hac.subgoal_high, Some(vec![tau, tau, tau, 4.0, 4.0, 4.0]));
+            let top = [reacher.max_episode_steps, 25, 10][levels - 1];
+            assert_eq!((hac.levels, hac.horizon), (levels, top));
+            let hac: HacConfig = preset(&format!("pendulum-hac{levels}"))
+                .unwrap()
+                .algo
+                .settings()
+                .unwrap();
+            let thresholds = [pendulum.angle_threshold, pendulum.velocity_threshold];
+            assert_eq!(
+                hac.subgoal_thresholds,
+                Some(thresholds.map(f64::from).to_vec())
+            );
+            let top = [pendulum.max_episode_steps, 32, 10][levels - 1];
+            assert_eq!((hac.levels, hac.horizon), (levels, top));
+        }
+    }
+
+    #[test]
+    fn every_preset_file_says_what_and_why_and_merges_over_the_env_defaults() {
+        for p in PRESETS {
+            assert!(!p.about().is_empty(), "{}", p.name);
+            assert!(p.toml.starts_with("# "), "{}: a preset says why", p.name);
+        }
+        // A key a file sets overrides the env's default; nested tables merge.
+        let far = preset("push-far-ddpg-her").unwrap();
+        let arm = &far.env.settings["arm"];
+        assert_eq!(arm["max_episode_steps"].as_integer(), Some(200));
+        assert!(
+            arm.get("substeps").is_some(),
+            "defaults beside the file's keys"
+        );
     }
 }

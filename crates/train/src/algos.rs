@@ -1,0 +1,373 @@
+//! The algorithms a config can name: an open registry, as the envs' is.
+//! Each [`AlgoEntry`] owns everything shoal knows of its algorithm: its
+//! `algo.kind`, its settings (defaults, checks, documented keys), whether it
+//! needs a goal env, and the factories of its learners. The built-in table
+//! is [`AlgoRegistry::builtin`]; a program adds its own algorithm with
+//! [`AlgoRegistry::with`] and trains it by name
+//! ([`Registries`](crate::config::Registries)). A new built-in algorithm is
+//! its module in shoal-rl-algo and one entry here.
+//!
+//! ```
+//! use shoal_rl_train::algos::{AlgoEntry, AlgoRegistry};
+//! use shoal_rl_train::make_reinforce;
+//!
+//! // An algorithm of one's own: here REINFORCE under another name.
+//! let algos = AlgoRegistry::builtin().with(AlgoEntry::new::<shoal_rl_algo::ReinforceConfig>(
+//!     "my-reinforce",
+//!     "REINFORCE, registered by a program",
+//!     |cfg, rank, lr_scale| Ok(Box::new(make_reinforce(cfg, rank, lr_scale)?)),
+//! ));
+//! assert!(algos.get("my-reinforce").is_ok());
+//! assert!(algos.get("dqn").unwrap_err().to_string().contains("algorithms: reinforce"));
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use shoal_rl_algo::{DdpgConfig, HacConfig, PpoConfig, ReinforceConfig};
+use shoal_rl_core::docs::key_docs;
+use shoal_rl_core::{Error, GradientLearner, Result, RolloutLearner};
+
+use crate::config::RunConfig;
+use crate::train::{make_ddpg, make_hac, make_ppo, make_reinforce};
+
+/// Builds the learner of a worker: config, rank, learning-rate scale.
+pub type MakeLearner = fn(&RunConfig, usize, f64) -> Result<Box<dyn GradientLearner>>;
+
+/// Builds the rollout-gathering learner of a worker: config, rank.
+pub type MakeRolloutLearner = fn(&RunConfig, usize) -> Result<Box<dyn RolloutLearner>>;
+
+/// One algorithm of a registry.
+#[derive(Clone, Copy)]
+pub struct AlgoEntry {
+    /// Its `algo.kind` in configs.
+    pub kind: &'static str,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// Whether it needs a goal-conditioned env (HER, subgoals).
+    pub goal_env: bool,
+    /// Its default settings, as a TOML table.
+    pub defaults: fn() -> toml::Table,
+    /// Reads the settings as the algorithm's typed struct and writes them
+    /// back whole: every key, defaults for those left out, in the struct's
+    /// order. The first key or value the struct refuses is an error naming
+    /// it.
+    pub normalize: fn(&toml::Table) -> Result<toml::Table>,
+    /// Every settings key with its doc comment.
+    pub key_docs: fn() -> Vec<(String, String)>,
+    /// The learner of worker `rank` (seeded `seed + rank`), its learning
+    /// rates multiplied by the third argument (the pool's per-worker scale).
+    pub learner: MakeLearner,
+    /// Its learner for rollout gathering, if it can collect episodes apart
+    /// from updating on them.
+    pub rollout_learner: Option<MakeRolloutLearner>,
+}
+
+impl fmt::Debug for AlgoEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlgoEntry")
+            .field("kind", &self.kind)
+            .field("goal_env", &self.goal_env)
+            .field("gathers", &self.rollout_learner.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AlgoEntry {
+    /// An algorithm whose `[algo]` table is the settings struct `S` (a serde
+    /// type with defaults that refuses unknown keys), trained by the
+    /// learners `learner` builds; for plain envs, without rollout
+    /// gathering and without documented keys (add them with the builder
+    /// methods).
+    pub fn new<S: Serialize + DeserializeOwned + Default>(
+        kind: &'static str,
+        about: &'static str,
+        learner: MakeLearner,
+    ) -> Self {
+        AlgoEntry {
+            kind,
+            about,
+            goal_env: false,
+            defaults: || table_of(&S::default()).expect("default settings are TOML"),
+            normalize: |table| table_of(&settings_of::<S>(table)?),
+            key_docs: Vec::new,
+            learner,
+            rollout_learner: None,
+        }
+    }
+
+    /// Needing a goal-conditioned env.
+    #[must_use]
+    pub fn goal_env(mut self) -> Self {
+        self.goal_env = true;
+        self
+    }
+
+    /// With a learner for rollout gathering.
+    #[must_use]
+    pub fn rollout_learner(mut self, make: MakeRolloutLearner) -> Self {
+        self.rollout_learner = Some(make);
+        self
+    }
+
+    /// With documented keys.
+    #[must_use]
+    pub fn key_docs(mut self, docs: fn() -> Vec<(String, String)>) -> Self {
+        self.key_docs = docs;
+        self
+    }
+}
+
+/// A registry of algorithms, by kind. Cloning shares the table.
+#[derive(Clone)]
+pub struct AlgoRegistry {
+    entries: Arc<Vec<AlgoEntry>>,
+}
+
+impl fmt::Debug for AlgoRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.kinds()).finish()
+    }
+}
+
+impl Default for AlgoRegistry {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+/// Equal when they name the same algorithms (the factories are code).
+impl PartialEq for AlgoRegistry {
+    fn eq(&self, other: &Self) -> bool {
+        self.kinds() == other.kinds()
+    }
+}
+
+impl AlgoRegistry {
+    /// No algorithms.
+    pub fn empty() -> Self {
+        AlgoRegistry {
+            entries: Arc::new(Vec::new()),
+        }
+    }
+
+    /// shoal's own algorithms.
+    pub fn builtin() -> Self {
+        Self::empty()
+            .with(
+                AlgoEntry::new::<ReinforceConfig>(
+                    "reinforce",
+                    "REINFORCE with a learned baseline and a Beta policy",
+                    |cfg, rank, scale| Ok(Box::new(make_reinforce(cfg, rank, scale)?)),
+                )
+                .rollout_learner(|cfg, rank| Ok(Box::new(make_reinforce(cfg, rank, 1.0)?)))
+                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "ReinforceConfig")),
+            )
+            .with(
+                AlgoEntry::new::<PpoConfig>(
+                    "ppo",
+                    "PPO with GAE(λ) and a Beta (or Gaussian) policy",
+                    |cfg, rank, scale| Ok(Box::new(make_ppo(cfg, rank, scale)?)),
+                )
+                .rollout_learner(|cfg, rank| Ok(Box::new(make_ppo(cfg, rank, 1.0)?)))
+                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "PpoConfig")),
+            )
+            .with(
+                AlgoEntry::new::<DdpgConfig>(
+                    "ddpg",
+                    "DDPG with hindsight experience replay",
+                    |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
+                )
+                .goal_env()
+                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
+            )
+            .with(
+                AlgoEntry::new::<HacConfig>(
+                    "hac",
+                    "hierarchical actor-critic (HAC) with HER on every level",
+                    |cfg, rank, scale| Ok(Box::new(make_hac(cfg, rank, scale)?)),
+                )
+                .goal_env()
+                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "HacConfig")),
+            )
+    }
+
+    /// This registry with `entry` added, or replacing the entry of its kind.
+    #[must_use]
+    pub fn with(self, entry: AlgoEntry) -> Self {
+        let mut entries = self.entries.as_ref().clone();
+        entries.retain(|e| e.kind != entry.kind);
+        entries.push(entry);
+        AlgoRegistry {
+            entries: Arc::new(entries),
+        }
+    }
+
+    /// Every entry, in registration order.
+    pub fn entries(&self) -> &[AlgoEntry] {
+        &self.entries
+    }
+
+    /// Every kind, in registration order.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|e| e.kind).collect()
+    }
+
+    /// The entry of `kind`, or an error listing the algorithms there are.
+    pub fn get(&self, kind: &str) -> Result<&AlgoEntry> {
+        self.entries.iter().find(|a| a.kind == kind).ok_or_else(|| {
+            Error::Config(format!(
+                "unknown algorithm `{kind}` (algorithms: {})",
+                self.kinds().join(", ")
+            ))
+        })
+    }
+
+    /// The kinds that can train under `gather`, comma-separated.
+    pub fn gather_kinds(&self) -> String {
+        let kinds: Vec<&str> = self
+            .entries
+            .iter()
+            .filter(|a| a.rollout_learner.is_some())
+            .map(|a| a.kind)
+            .collect();
+        kinds.join(", ")
+    }
+}
+
+/// A run's algorithm: its kind and its settings, as `config.toml` holds them
+/// (`[algo]` with `kind = "ppo"` beside PPO's settings).
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct AlgoConfig {
+    /// The algorithm's `kind` in its registry.
+    pub kind: String,
+    /// Its settings (keys its typed settings struct knows).
+    #[serde(flatten)]
+    pub settings: toml::Table,
+}
+
+impl AlgoConfig {
+    /// The algorithm `kind` with typed settings.
+    pub fn new<S: Serialize>(kind: &str, settings: &S) -> Result<Self> {
+        Ok(AlgoConfig {
+            kind: kind.into(),
+            settings: table_of(settings)?,
+        })
+    }
+
+    /// The `kind` of this algorithm in config files.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The settings as their typed struct.
+    pub fn settings<S: DeserializeOwned>(&self) -> Result<S> {
+        settings_of(&self.settings)
+    }
+
+    /// The settings as `S` if this is the algorithm `kind`.
+    pub fn settings_if<S: DeserializeOwned>(&self, kind: &str) -> Option<S> {
+        (self.kind == kind).then(|| self.settings().ok()).flatten()
+    }
+}
+
+/// Typed settings as a TOML table, through the text so that an `f32` reads
+/// as written.
+fn table_of<S: Serialize>(settings: &S) -> Result<toml::Table> {
+    shoal_rl_registry::table_of(settings)
+}
+
+/// Settings as their typed struct; a key the struct lacks is an error
+/// naming it (serde's "unknown field", which `--set` reports as an
+/// unknown key).
+fn settings_of<S: DeserializeOwned>(table: &toml::Table) -> Result<S> {
+    toml::Value::Table(table.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            Error::Config(format!("algo settings: {}", e.message().trim()))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::PRESETS;
+
+    #[test]
+    fn every_presets_algorithm_has_one_entry_and_every_entry_a_preset() {
+        let algos = AlgoRegistry::builtin();
+        let mut kinds = algos.kinds();
+        kinds.sort();
+        kinds.dedup();
+        assert_eq!(kinds.len(), algos.entries().len(), "one entry per kind");
+        for entry in algos.entries() {
+            let preset = PRESETS
+                .iter()
+                .map(|p| p.config())
+                .find(|cfg| cfg.algo.kind() == entry.kind)
+                .unwrap_or_else(|| panic!("no preset trains {}", entry.kind));
+            // The entry's goal flag is what the preset's env is.
+            assert!(
+                !entry.goal_env || preset.is_goal_task().unwrap(),
+                "{}",
+                entry.kind
+            );
+            (entry.learner)(&preset, 0, 1.0).unwrap();
+            assert!(!(entry.key_docs)().is_empty(), "{}", entry.kind);
+        }
+        assert!(
+            algos
+                .get("dqn")
+                .unwrap_err()
+                .to_string()
+                .contains("reinforce, ppo, ddpg, hac")
+        );
+    }
+
+    #[test]
+    fn an_entry_completes_and_checks_its_own_settings() {
+        let algos = AlgoRegistry::builtin();
+        let ppo = algos.get("ppo").unwrap();
+        let mut sparse = toml::Table::new();
+        sparse.insert("gamma".into(), toml::Value::Float(0.9));
+        let full = (ppo.normalize)(&sparse).unwrap();
+        assert_eq!(full.len(), (ppo.defaults)().len());
+        assert_eq!(full["gamma"].as_float(), Some(0.9));
+        assert_eq!(full["clip_range"], (ppo.defaults)()["clip_range"]);
+        sparse.insert("gammma".into(), toml::Value::Float(0.9));
+        let refused = (ppo.normalize)(&sparse).unwrap_err().to_string();
+        assert!(refused.contains("unknown field `gammma`"), "{refused}");
+        // The same settings table is no DDPG's.
+        let ddpg = algos.get("ddpg").unwrap();
+        assert!((ddpg.normalize)(&(ppo.defaults)()).is_err());
+    }
+
+    #[test]
+    fn a_goal_algorithm_on_a_plain_env_and_gather_without_batches_are_refused() {
+        let mut cfg = crate::config::preset("toy-ddpg-her").unwrap();
+        cfg.env = crate::config::preset("worm-reinforce").unwrap().env;
+        let refused = crate::train::check_config(&cfg).unwrap_err().to_string();
+        assert!(
+            refused.contains(
+                "algo `ddpg` needs a goal-conditioned env (arm-push, ball-to-net, ur5-reacher, \
+                 pendulum, point-goal), \
+                 not `worm`"
+            ),
+            "{refused}"
+        );
+        let gather = crate::config::preset("toy-ddpg-her")
+            .unwrap()
+            .with_overrides(&[
+                "parallel.workers=2".into(),
+                "parallel.strategy=\"gather\"".into(),
+            ])
+            .unwrap();
+        let refused = crate::train::check_config(&gather).unwrap_err().to_string();
+        assert!(
+            refused.contains("needs a batch algorithm (reinforce, ppo), not `ddpg`"),
+            "{refused}"
+        );
+    }
+}
