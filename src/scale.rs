@@ -71,7 +71,7 @@ pub struct ScaleArgs {
     /// measured, each in a fresh process; the projection uses the median.
     /// One measurement can be several times the usual one when other work
     /// has just left the cores.
-    #[arg(long, value_parser = crate::cli::parse_count, default_value_t = 3)]
+    #[arg(long, value_parser = shoal_rl_train::args::parse_count, default_value_t = 3)]
     pub latency_rounds: usize,
 }
 

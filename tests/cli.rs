@@ -172,7 +172,8 @@ fn a_budget_in_env_steps_ends_with_the_update_that_spends_it() {
             .unwrap();
     assert_eq!(summary["env_steps"], last);
     assert_eq!(summary["episodes"], steps.len());
-    // A parallel run budgets in episodes: one clear line.
+    // A parallel run ends after the iteration whose episodes (all
+    // workers') spend the budget, with its final checkpoint and summary.
     let parallel = shoal_args(
         &[
             "train",
@@ -189,7 +190,29 @@ fn a_budget_in_env_steps_ends_with_the_update_that_spends_it() {
         ],
         &dir,
     );
-    assert_clean_failure(&parallel, "train.env_steps = 1000 budgets one learner");
+    assert!(parallel.status.success(), "{}", stderr(&parallel));
+    let steps: Vec<u64> = records(&dir.join("p"))
+        .iter()
+        .filter(|r| r["kind"] == "iteration")
+        .map(|r| r["env_steps"].as_u64().unwrap())
+        .collect();
+    let (last, before) = (steps[steps.len() - 1], steps[steps.len() - 2]);
+    assert!(before < 1000 && last >= 1000, "{steps:?}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("p/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["env_steps"], last);
+    let latest = std::fs::read_to_string(dir.join("p/checkpoints/latest")).unwrap();
+    let meta = dir
+        .join("p/checkpoints")
+        .join(latest.trim())
+        .join("meta.json");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(meta).unwrap()).unwrap();
+    assert_eq!(
+        meta["env_steps"], last,
+        "the last iteration is checkpointed"
+    );
 }
 
 #[test]

@@ -89,12 +89,20 @@ fn invocations(line: &str) -> Vec<Vec<String>> {
                     // `cargo run --release -- ARGS` runs `shoal ARGS`.
                     let cargo_run = command.first()? == "cargo"
                         && command.get(1)? == "run"
-                        && !command.iter().any(|w| w == "--example");
+                        && !another_program(command);
                     cargo_run.then(|| command.iter().position(|w| w == "--"))?
                 })?;
             Some(command[at + 1..].to_vec())
         })
         .collect()
+}
+
+/// Whether a `cargo` line builds or runs a program other than `shoal`: an
+/// example, or a binary of another crate (`--bin`, `--manifest-path`).
+fn another_program(words: &[String]) -> bool {
+    words
+        .iter()
+        .any(|w| w == "--example" || w == "--bin" || w == "--manifest-path")
 }
 
 /// What a page has trained so far, and the dirs later commands may read.
@@ -168,7 +176,7 @@ fn every_documented_command_parses_resolves_and_reads_what_was_made() {
             // An example program's run directory (`cargo run --example X --
             // --out DIR`) is one later commands may read.
             let words = shlex::split(&line).unwrap_or_default();
-            if words.iter().any(|w| w == "--example")
+            if another_program(&words)
                 && let Some(at) = words.iter().position(|w| w == "--out")
                 && let Some(dir) = words.get(at + 1)
             {
@@ -377,8 +385,9 @@ fn every_documented_command_runs_with_a_tiny_budget() {
         for (line_number, line) in shell_lines(&text) {
             let words = shlex::split(&line).unwrap_or_default();
             let elsewhere = words.first().is_some_and(|w| w == "mpirun" || w == "srun")
-                || words.iter().any(|w| w == "--example" || w == "mpi");
-            if words.iter().any(|w| w == "--example")
+                || another_program(&words)
+                || words.iter().any(|w| w == "mpi");
+            if another_program(&words)
                 && let Some(at) = words.iter().position(|w| w == "--out")
                 && let Some(out) = words.get(at + 1)
             {

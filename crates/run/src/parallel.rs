@@ -43,6 +43,9 @@ pub struct StrategySetup {
     pub checkpoint_interval: u64,
     /// Seed of the evaluation episodes, the same for every evaluation.
     pub eval_seed: u64,
+    /// Training env steps over all workers (`train.env_steps`): the run
+    /// ends after the iteration that reaches them.
+    pub env_steps: Option<u64>,
 }
 
 impl StrategySetup {
@@ -65,6 +68,7 @@ impl StrategySetup {
                 false => (spec.train.checkpoint_every / all).max(1),
             },
             eval_seed: eval_seed(spec.seed),
+            env_steps: spec.train.env_steps,
         }
     }
 
@@ -78,6 +82,7 @@ impl StrategySetup {
             .eval_episodes(self.eval_episodes)
             .seed(self.eval_seed)
             .memory_interval(self.checkpoint_interval)
+            .env_steps(self.env_steps)
     }
 }
 
@@ -101,12 +106,6 @@ where
     M: Fn(usize) -> Result<L> + Sync,
     F: Fn(&StrategySetup) -> Result<S> + Sync,
 {
-    if let Some(steps) = spec.train.env_steps {
-        return Err(Error::Config(format!(
-            "train.env_steps = {steps} budgets one learner; a parallel run's budget is \
-             train.episodes"
-        )));
-    }
     let guard = stop_guard(spec, options)?;
     let stop = guard.flag();
     let processes = ProcessConfig::default().timeout(spec.parallel.timeout);

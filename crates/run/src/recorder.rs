@@ -421,6 +421,7 @@ impl Recorder {
         if record.iteration.is_multiple_of(checkpoint_interval)
             || record.iteration == last_iteration
             || record.stop_requested
+            || record.budget_spent
         {
             self.checkpoint(
                 learner,

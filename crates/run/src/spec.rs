@@ -18,11 +18,12 @@ pub struct TrainConfig {
     /// Training episodes in total (over all workers). Default 10 000.
     pub episodes: u64,
     /// Training env steps: the run ends after the update (the learner's
-    /// `episodes_per_update`: a PPO rollout, a DDPG cycle; else the episode)
-    /// in which its training steps reach this (Stable-Baselines3's
+    /// `episodes_per_update`: a PPO rollout, a DDPG cycle; else the
+    /// episode), or a parallel run after the iteration, in which its
+    /// training steps (all workers') reach this (Stable-Baselines3's
     /// `total_timesteps`; evaluation steps do not count), or at `episodes`,
-    /// whichever comes first; `shoal train --steps N` sets both to N. One
-    /// learner only. Default absent.
+    /// whichever comes first; `shoal train --steps N` sets both to N.
+    /// Default absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env_steps: Option<u64>,
     /// Evaluate the frozen policy every this many episodes. Default 500.

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use shoal_rl_train::algos::{AlgoEntry, AlgoRegistry};
-//! use shoal_rl_train::make_reinforce;
+//! use shoal_rl_train::algos::make_reinforce;
 //!
 //! // An algorithm of one's own: here REINFORCE under another name.
 //! let algos = AlgoRegistry::builtin().with(AlgoEntry::new::<shoal_rl_algo::ReinforceConfig>(
@@ -26,12 +26,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shoal_rl_algo::{DdpgConfig, HacConfig, PpoConfig, ReinforceConfig};
+use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
 use shoal_rl_core::docs::key_docs;
-use shoal_rl_core::{Error, GradientLearner, Result, RolloutLearner};
+use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner};
 
-use crate::config::RunConfig;
-use crate::train::{make_ddpg, make_hac, make_ppo, make_reinforce};
+use crate::config::{RunConfig, StrategyKind};
 
 /// Builds the learner of a worker: config, rank, learning-rate scale.
 pub type MakeLearner = fn(&RunConfig, usize, f64) -> Result<Box<dyn GradientLearner>>;
@@ -237,6 +236,111 @@ impl AlgoRegistry {
     }
 }
 
+// ---- shoal's own algorithms: each entry's factories ----
+
+/// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
+/// settings.
+pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box<dyn GoalEnv>>> {
+    let mut algo: DdpgConfig = cfg.algo.settings()?;
+    if cfg.parallel.strategy == StrategyKind::Averaging {
+        algo.check_averaging()?;
+    }
+    algo.actor_lr *= lr_scale;
+    algo.critic_lr *= lr_scale;
+    algo.buffer_size = replay_share(cfg, algo.buffer_size);
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
+    Ddpg::new(
+        algo,
+        cfg.envs.make_goal_env(&cfg.env)?,
+        cfg.envs.make_goal_env(&cfg.env)?,
+        seed,
+    )
+}
+
+/// The HAC learner of worker `rank`, as [`make_learner`](crate::make_learner) builds it; its own
+/// type, for what only HAC does ([`Hac::watch`]).
+pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<dyn GoalEnv>>> {
+    if cfg.algo.kind() != "hac" {
+        return Err(Error::Config(format!(
+            "expected a hac config, not `{}`",
+            cfg.algo.kind()
+        )));
+    }
+    let mut algo: HacConfig = cfg.algo.settings()?;
+    algo.actor_lr *= lr_scale;
+    algo.critic_lr *= lr_scale;
+    algo.buffer_size = replay_share(cfg, algo.buffer_size);
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
+    Hac::new(
+        algo,
+        cfg.envs.make_goal_env(&cfg.env)?,
+        cfg.envs.make_goal_env(&cfg.env)?,
+        seed,
+    )
+}
+
+/// One worker's replay capacity. Workers that average gradients share one
+/// experience budget: the total replay size is split between them, not
+/// multiplied.
+fn replay_share(cfg: &RunConfig, total: usize) -> usize {
+    if cfg.parallel.strategy == StrategyKind::Averaging {
+        (total / cfg.parallel.workers.max(1)).max(1)
+    } else {
+        total
+    }
+}
+
+/// The REINFORCE learner of worker `rank`, from `[algo]` as REINFORCE's
+/// settings.
+pub fn make_reinforce(
+    cfg: &RunConfig,
+    rank: usize,
+    lr_scale: f64,
+) -> Result<Reinforce<Box<dyn Env>>> {
+    let mut algo: ReinforceConfig = cfg.algo.settings()?;
+    algo.learning_rate *= lr_scale;
+    algo.value_learning_rate *= lr_scale;
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
+    Reinforce::new(
+        algo,
+        cfg.envs.make_env(&cfg.env)?,
+        cfg.envs.make_env(&cfg.env)?,
+        seed,
+    )
+}
+
+/// PPO anneals its learning rate over the episodes its updates will learn
+/// from: the whole budget for one learner and under rollout gathering
+/// (rank 0 learns from every worker's episodes), a worker's share under
+/// averaging and the pool.
+pub fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
+    let mut algo: PpoConfig = cfg.algo.settings()?;
+    algo.learning_rate *= lr_scale;
+    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
+    let budget = match cfg.parallel.strategy {
+        StrategyKind::None | StrategyKind::Gather => cfg.train.episodes,
+        _ => cfg
+            .train
+            .episodes
+            .div_ceil(cfg.parallel.workers.max(1) as u64),
+    };
+    let ppo = Ppo::new(
+        algo,
+        cfg.envs.make_env(&cfg.env)?,
+        cfg.envs.make_env(&cfg.env)?,
+        seed,
+    )?;
+    // The step clock is this learner's own env steps: a worker collects
+    // its share of a parallel run's (under gather too, rank 0 counts only
+    // the episodes it collected itself).
+    Ok(match cfg.train.env_steps {
+        Some(steps) => {
+            ppo.anneal_over_env_steps(steps.div_ceil(cfg.parallel.workers.max(1) as u64))
+        }
+        None => ppo.anneal_over(budget),
+    })
+}
+
 /// A run's algorithm: its kind and its settings, as `config.toml` holds them
 /// (`[algo]` with `kind = "ppo"` beside PPO's settings).
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -342,6 +446,48 @@ mod tests {
         // The same settings table is no DDPG's.
         let ddpg = algos.get("ddpg").unwrap();
         assert!((ddpg.normalize)(&(ppo.defaults)()).is_err());
+    }
+
+    #[test]
+    fn a_registered_algorithm_trains_by_name_and_resumes_from_its_config() {
+        use crate::config::{Registries, RunConfig};
+        let algos = AlgoRegistry::builtin().with(AlgoEntry::new::<ReinforceConfig>(
+            "my-reinforce",
+            "REINFORCE by another name",
+            |cfg, rank, scale| Ok(Box::new(make_reinforce(cfg, rank, scale)?)),
+        ));
+        let registries = Registries::default().algos(algos);
+        let dir = std::env::temp_dir().join(format!("shoal-algo-entry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let overrides = |episodes: u64| -> Vec<String> {
+            vec![
+                "algo.kind=\"my-reinforce\"".into(),
+                format!("train.episodes={episodes}"),
+                "train.eval_every=8".into(),
+                "train.checkpoint_every=8".into(),
+            ]
+        };
+        let cfg = RunConfig::resolve_in(&registries, "toy-reinforce", &overrides(16)).unwrap();
+        crate::run(&crate::Plan::new(cfg).out(dir.join("run")).quiet()).unwrap();
+        let saved = std::fs::read_to_string(dir.join("run/config.toml")).unwrap();
+        assert!(saved.contains("kind = \"my-reinforce\""), "{saved}");
+        // Its config names an algorithm shoal's own table lacks: one line.
+        let path = dir.join("run/config.toml");
+        let refused = RunConfig::resolve(path.to_str().unwrap(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("unknown algorithm `my-reinforce`"),
+            "{refused}"
+        );
+        // With the registration it resumes to a larger budget.
+        let more = RunConfig::resolve_in(&registries, path.to_str().unwrap(), &overrides(24)[1..])
+            .unwrap();
+        let (_, summary) = crate::run(&crate::Plan::new(more).resume(dir.join("run")).quiet())
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary.episodes, 24);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -909,11 +909,14 @@ pub fn reference_page() -> Result<String> {
     Ok(page)
 }
 
-/// `toml` with each key's doc above it as `#` lines of at most 80 columns.
-/// Comments change nothing a TOML reader sees.
+/// `toml` with each key's doc above it as `#` lines of at most 80 columns,
+/// and every documented key it leaves out (an optional setting left unset,
+/// such as `train.target_success`) as a commented `# key = (unset)` at the
+/// end of its table. Comments change nothing a TOML reader sees.
 pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
-    let mut out = String::new();
-    let mut table = String::new();
+    fn header_of(line: &str) -> Option<&str> {
+        line.strip_prefix('[').and_then(|l| l.strip_suffix(']'))
+    }
     let comment = |doc: &str, out: &mut String| {
         let mut line = String::from("#");
         for word in doc.split_whitespace() {
@@ -928,8 +931,48 @@ pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
         out.push_str(&line);
         out.push('\n');
     };
+    // Every dotted key and table the text holds.
+    let mut present = std::collections::HashSet::new();
+    let mut table = String::new();
     for line in toml.lines() {
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        if let Some(header) = header_of(line) {
+            table = format!("{header}.");
+            present.insert(header.to_string());
+        } else if let Some((key, _)) = line.split_once(" = ") {
+            present.insert(format!("{table}{key}"));
+        }
+    }
+    // A documented key of `table` (a `section.` prefix) that the text
+    // leaves out, and that holds no table or key the text has.
+    let unset = |table: &str, out: &mut String| {
+        for (key, doc) in docs {
+            let Some(leaf) = key.strip_prefix(table) else {
+                continue;
+            };
+            let inside = format!("{key}.");
+            if leaf.contains('.')
+                || present.contains(key)
+                || present.iter().any(|p| p.starts_with(&inside))
+            {
+                continue;
+            }
+            comment(doc, out);
+            out.push_str(&format!("# {leaf} = (unset)\n"));
+        }
+    };
+    let mut out = String::new();
+    let mut table = String::new();
+    for line in toml.lines() {
+        if let Some(header) = header_of(line) {
+            // Before the blank line that separates the tables.
+            let blank = out.ends_with("\n\n");
+            if blank {
+                out.pop();
+            }
+            unset(&table, &mut out);
+            if blank {
+                out.push('\n');
+            }
             table = format!("{header}.");
             // A table that holds one of an enum's variants (`[env.arm.gripper.Block]`):
             // the doc of the field that holds the enum.
@@ -950,6 +993,7 @@ pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
         out.push_str(line);
         out.push('\n');
     }
+    unset(&table, &mut out);
     out
 }
 
@@ -1284,6 +1328,36 @@ mod tests {
         assert!(
             arm.get("substeps").is_some(),
             "defaults beside the file's keys"
+        );
+    }
+
+    #[test]
+    fn unset_optional_keys_are_shown_and_named_by_the_unknown_key_error() {
+        let cfg = preset("toy-reinforce").unwrap();
+        assert!(cfg.train.target_success.is_none() && cfg.train.env_steps.is_none());
+        let text = commented(&cfg.to_toml(), &key_docs(&cfg).unwrap());
+        // At the end of `[train]`, each with its doc above it.
+        let train = &text[text.find("[train]").unwrap()..text.find("[parallel]").unwrap()];
+        for key in ["target_success", "target_return", "env_steps"] {
+            let line = format!("# {key} = (unset)");
+            let at = train
+                .find(&line)
+                .unwrap_or_else(|| panic!("{key}: {train}"));
+            assert!(train[..at].ends_with("\n"), "{train}");
+        }
+        assert!(
+            train.ends_with("(unset)\n\n"),
+            "the blank line stays last: {train}"
+        );
+        // The text still reads as the same config.
+        assert_eq!(RunConfig::from_toml(&text, "commented").unwrap(), cfg);
+        let typo = RunConfig::resolve("toy-reinforce", &["train.target_sucess=0.5".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("unknown key `train.target_sucess`"), "{typo}");
+        assert!(
+            typo.contains("target_success") && typo.contains("env_steps"),
+            "{typo}"
         );
     }
 }

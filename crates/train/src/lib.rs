@@ -25,11 +25,14 @@
 //! ```
 
 pub mod algos;
+#[cfg(feature = "cli")]
+pub mod args;
 pub mod config;
 pub mod overrides;
 pub mod strategies;
 mod train;
 
+pub use algos::{make_ddpg, make_hac, make_ppo, make_reinforce};
 pub use train::*;
 
 /// The README's example, compiled with the doctests.

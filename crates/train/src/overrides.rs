@@ -59,9 +59,18 @@ pub fn apply_override_with(
                 Err(reason) => {
                     table.remove(leaf);
                     if reason.contains("unknown field") {
+                        // serde names every field the table may hold,
+                        // optional ones left unset among them.
+                        let keys = reason
+                            .split_once("expected one of ")
+                            .or_else(|| reason.split_once(", expected "))
+                            .map(|(_, fields)| {
+                                let fields = fields.split(" (at byte").next().unwrap_or(fields);
+                                fields.replace('`', "")
+                            })
+                            .unwrap_or_else(|| known.join(", "));
                         Err(Error::Config(format!(
-                            "unknown key `{key}` (keys here: {})",
-                            known.join(", ")
+                            "unknown key `{key}` (keys here: {keys})"
                         )))
                     } else {
                         Err(Error::Config(format!("`{key}`: {reason}")))

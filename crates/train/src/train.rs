@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
 use shoal_rl_core::{
     Env, Error, GoalEnv, GradientLearner, Learner, Policy, Result, RolloutLearner,
 };
@@ -43,48 +42,6 @@ pub fn make_learner(
     (cfg.algos.get(cfg.algo.kind())?.learner)(cfg, rank, lr_scale)
 }
 
-/// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
-/// settings.
-pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box<dyn GoalEnv>>> {
-    let mut algo: DdpgConfig = cfg.algo.settings()?;
-    if cfg.parallel.strategy == StrategyKind::Averaging {
-        algo.check_averaging()?;
-    }
-    algo.actor_lr *= lr_scale;
-    algo.critic_lr *= lr_scale;
-    algo.buffer_size = replay_share(cfg, algo.buffer_size);
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    Ddpg::new(algo, make_goal_env(cfg)?, make_goal_env(cfg)?, seed)
-}
-
-/// The HAC learner of worker `rank`, as [`make_learner`] builds it; its own
-/// type, for what only HAC does ([`Hac::watch`]).
-pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<dyn GoalEnv>>> {
-    if cfg.algo.kind() != "hac" {
-        return Err(Error::Config(format!(
-            "expected a hac config, not `{}`",
-            cfg.algo.kind()
-        )));
-    }
-    let mut algo: HacConfig = cfg.algo.settings()?;
-    algo.actor_lr *= lr_scale;
-    algo.critic_lr *= lr_scale;
-    algo.buffer_size = replay_share(cfg, algo.buffer_size);
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    Hac::new(algo, make_goal_env(cfg)?, make_goal_env(cfg)?, seed)
-}
-
-/// One worker's replay capacity. Workers that average gradients share one
-/// experience budget: the total replay size is split between them, not
-/// multiplied.
-fn replay_share(cfg: &RunConfig, total: usize) -> usize {
-    if cfg.parallel.strategy == StrategyKind::Averaging {
-        (total / cfg.parallel.workers.max(1)).max(1)
-    } else {
-        total
-    }
-}
-
 /// The learner of worker `rank` for the rollout-gather strategy, which needs
 /// an algorithm that can split collection from update.
 pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn RolloutLearner>> {
@@ -97,43 +54,6 @@ pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn Roll
         ))
     })?;
     make(cfg, rank)
-}
-
-/// The REINFORCE learner of worker `rank`, from `[algo]` as REINFORCE's
-/// settings.
-pub fn make_reinforce(
-    cfg: &RunConfig,
-    rank: usize,
-    lr_scale: f64,
-) -> Result<Reinforce<Box<dyn Env>>> {
-    let mut algo: ReinforceConfig = cfg.algo.settings()?;
-    algo.learning_rate *= lr_scale;
-    algo.value_learning_rate *= lr_scale;
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    Reinforce::new(algo, make_env(cfg)?, make_env(cfg)?, seed)
-}
-
-/// PPO anneals its learning rate over the episodes its updates will learn
-/// from: the whole budget for one learner and under rollout gathering
-/// (rank 0 learns from every worker's episodes), a worker's share under
-/// averaging and the pool.
-pub fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
-    let mut algo: PpoConfig = cfg.algo.settings()?;
-    algo.learning_rate *= lr_scale;
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    let budget = match cfg.parallel.strategy {
-        StrategyKind::None | StrategyKind::Gather => cfg.train.episodes,
-        _ => cfg
-            .train
-            .episodes
-            .div_ceil(cfg.parallel.workers.max(1) as u64),
-    };
-    let ppo = Ppo::new(algo, make_env(cfg)?, make_env(cfg)?, seed)?;
-    // A budget in env steps is one learner's (parallel runs refuse it).
-    Ok(match cfg.train.env_steps {
-        Some(steps) => ppo.anneal_over_env_steps(steps),
-        None => ppo.anneal_over(budget),
-    })
 }
 
 /// The evaluation seed of a run.
@@ -478,6 +398,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::algos::make_reinforce;
+    use shoal_rl_algo::ReinforceConfig;
 
     fn pool_of(workers: usize, extra: &[&str]) -> Result<RunConfig> {
         let mut overrides = vec![

@@ -151,7 +151,9 @@ pub trait Strategy<L: Learner + ?Sized> {
         ctx.iterations = self.schedule().iterations;
         let mut last = None;
         let mut stopped_early = false;
-        while ctx.counters.iteration < ctx.iterations {
+        let schedule = *self.schedule();
+        while ctx.counters.iteration < ctx.iterations && !schedule.is_spent(ctx.counters.env_steps)
+        {
             let mut record = self.iteration(&ctx, learner)?;
             if record.iteration != ctx.iteration() {
                 return Err(Error::Config(format!(
@@ -165,17 +167,22 @@ pub trait Strategy<L: Learner + ?Sized> {
                 record.stop_requested =
                     share(comm, comm.is_root().then(|| Ok(stop.is_requested())))?;
             }
+            record.budget_spent = schedule.is_spent(ctx.counters.env_steps);
             let memories = record.stop_requested
+                || record.budget_spent
                 || due(
                     self.memory_interval(),
                     ctx.counters.iteration,
                     ctx.iterations,
                 );
             let control = decide(comm, &mut record, &*learner, memories, on_iteration)?;
-            let stop_requested = record.stop_requested;
+            let (stop_requested, record_spent) = (record.stop_requested, record.budget_spent);
             last = Some(record);
             if control == Control::Stop || stop_requested {
                 stopped_early = ctx.counters.iteration < ctx.iterations;
+                break;
+            }
+            if record_spent {
                 break;
             }
         }

@@ -132,6 +132,12 @@ pub struct IterationRecord {
     /// worker's memory for the checkpoint that lets it continue.
     #[serde(skip)]
     pub stop_requested: bool,
+    /// This iteration spent the schedule's env-step budget
+    /// ([`Schedule::env_steps`](crate::Schedule::env_steps)): the run ends
+    /// after it as after its last iteration, every worker's memory in
+    /// [`IterationRecord::memories`] for the final checkpoint.
+    #[serde(skip)]
+    pub budget_spent: bool,
 }
 
 impl IterationRecord {
@@ -162,6 +168,7 @@ impl IterationRecord {
             states: None,
             profile: Measured::default(),
             stop_requested: false,
+            budget_spent: false,
         }
     }
 

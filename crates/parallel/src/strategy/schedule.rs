@@ -38,6 +38,10 @@ pub struct Schedule {
     /// [`IterationRecord::memories`](crate::IterationRecord::memories) for a
     /// checkpoint; 0 never. Default: 0.
     pub memory_interval: u64,
+    /// Training env steps over all workers: the run ends after the
+    /// iteration that reaches them (Stable-Baselines3's `total_timesteps`),
+    /// or after `iterations`, whichever comes first. Default: none.
+    pub env_steps: Option<u64>,
 }
 
 impl Default for Schedule {
@@ -49,6 +53,7 @@ impl Default for Schedule {
             eval_episodes: 5,
             seed: 0,
             memory_interval: 0,
+            env_steps: None,
         }
     }
 }
@@ -94,6 +99,18 @@ impl Schedule {
     pub fn memory_interval(mut self, interval: u64) -> Self {
         self.memory_interval = interval;
         self
+    }
+
+    /// Sets a budget in training env steps over all workers.
+    #[must_use]
+    pub fn env_steps(mut self, steps: Option<u64>) -> Self {
+        self.env_steps = steps;
+        self
+    }
+
+    /// Whether `env_steps` training steps spend the budget, if there is one.
+    pub fn is_spent(&self, env_steps: u64) -> bool {
+        self.env_steps.is_some_and(|budget| env_steps >= budget)
     }
 
     /// Checks the schedule of strategy `strategy` (named in the error):

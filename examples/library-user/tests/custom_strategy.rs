@@ -1,13 +1,15 @@
-//! A strategy defined outside shoal (`examples/custom_strategy.rs`, local
-//! SGD) runs like a built-in: its run directory is plotted and evaluated by
-//! `shoal`, and a resumed run equals an uninterrupted one, record for
-//! record, on threads and on processes.
+//! A strategy defined outside shoal (`src/bin/custom_strategy.rs`, local
+//! SGD), registered by name, runs like a built-in: its run directory is
+//! plotted and its policy evaluated by shoal's crates, and a resumed run
+//! equals an uninterrupted one, record for record, on threads and on
+//! processes.
 
 mod common;
 
 use std::path::Path;
 
-use common::{assert_clean_failure, records, scratch, shoal, shoal_args};
+use common::{records, scratch};
+use shoal_rl_core::Learner;
 
 const SCHEDULE: &[&str] = &[
     "--set",
@@ -18,7 +20,7 @@ const SCHEDULE: &[&str] = &[
 ];
 
 fn run_example(dir: &Path, args: &[&str]) {
-    common::run_example("custom_strategy", dir, &[args, SCHEDULE].concat());
+    common::run("custom_strategy", dir, &[args, SCHEDULE].concat());
 }
 
 #[test]
@@ -87,20 +89,35 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
             Some(threads) => assert_eq!(&whole_records, threads, "processes equal threads"),
         }
 
-        // shoal's own tools accept the run directory.
-        let plot = shoal_args(&["plot", &whole], &dir);
-        assert!(plot.status.success());
-        let png = std::fs::read(dir.join(&whole).join("plots").join("eval.png")).unwrap();
+        // shoal's tools read the run directory: what `shoal plot` draws and
+        // `shoal eval` evaluates.
+        let plots = dir.join(&whole).join("plots");
+        shoal_rl_eval::plot_runs(&[dir.join(&whole)], &plots).unwrap();
+        let png = std::fs::read(plots.join("eval.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
-        let eval = shoal_args(&["eval", &whole, "--episodes", "4"], &dir);
-        assert!(eval.status.success());
-        let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
-        assert_eq!(report["episodes"], 4);
-        assert!(report["return_mean"].as_f64().unwrap().is_finite());
+        let selector = shoal_rl_eval::CheckpointSelector::Latest;
+        let (cfg, mut learner) = shoal_rl_train::load_run(&dir.join(&whole), &selector).unwrap();
+        let report = learner
+            .evaluate(4, shoal_rl_train::eval_seed(&cfg))
+            .unwrap();
+        assert_eq!(report.episodes, 4);
+        assert!(report.return_mean.is_finite());
     }
-    // `shoal train` does not know local SGD: one line saying where it runs.
-    assert_clean_failure(
-        &shoal("train --resume threads-whole", &dir),
-        "unknown parallel.strategy `local-sgd` (strategies: none, pool, gather, averaging)",
+    // Without the registration (as `shoal train` is) local SGD is unknown:
+    // one line naming the strategies there are.
+    let plan = shoal_rl_train::Plan::new(
+        shoal_rl_train::config::RunConfig::resolve(
+            dir.join("threads-whole/config.toml").to_str().unwrap(),
+            &[],
+        )
+        .unwrap(),
+    )
+    .resume(dir.join("threads-whole"));
+    let refused = shoal_rl_train::run(&plan).unwrap_err().to_string();
+    assert!(
+        refused.contains(
+            "unknown parallel.strategy `local-sgd` (strategies: none, pool, gather, averaging)"
+        ),
+        "{refused}"
     );
 }

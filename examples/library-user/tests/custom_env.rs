@@ -1,17 +1,16 @@
-//! An env defined outside shoal-rl-env (`examples/custom_env.rs`, a two-link
+//! An env defined outside shoal-rl-env (`src/bin/custom_env.rs`, a two-link
 //! reacher) trains with DDPG + HER through the runtime library: its run
-//! directory is plotted and evaluated by `shoal`, and a resumed run equals
-//! an uninterrupted one, record for record.
+//! directory is plotted by shoal-rl-eval, and a resumed run equals an
+//! uninterrupted one, record for record.
 
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{records, scratch, shoal};
+use common::{records, scratch};
 
 fn run_example(dir: &Path, args: &[&str]) -> String {
-    common::run_example("custom_env", dir, &[args, &["--eval-every", "20"]].concat())
+    common::run("custom_env", dir, &[args, &["--eval-every", "20"]].concat())
 }
 
 #[test]
@@ -32,14 +31,14 @@ fn an_env_from_outside_trains_checkpoints_and_resumes_exactly() {
     assert_eq!(summary(&whole)["episodes"], 60);
     assert!(summary(&whole)["eval_success_rate"].is_number());
     // A refused resume: the run's own config, not another seed's.
-    let out = Command::new(common::example("custom_env"))
-        .args(["--episodes", "80", "--seed", "1", "--resume", "whole"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    common::assert_clean_failure(&out, "cannot resume from");
-    // shoal's own tools read the run directory.
-    let plot = shoal("plot whole", &dir);
-    assert!(plot.status.success(), "{}", common::stderr(&plot));
+    let out = common::program(
+        "custom_env",
+        &dir,
+        &["--episodes", "80", "--seed", "1", "--resume", "whole"],
+    );
+    common::assert_one_error_line(&out, "cannot resume from");
+    // shoal's plots read the run directory (what `shoal plot` draws).
+    let plots = shoal_rl_eval::plot_runs(&[dir.join("whole")], dir.join("plots")).unwrap();
+    assert!(!plots.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,8 +7,8 @@
 //! the action moves both joints, the goal is a fingertip position.
 //!
 //! ```text
-//! cargo run --release --example custom_env -- --out runs/reacher
-//! cargo run --release --example custom_env -- --resume runs/reacher --episodes 2000
+//! cargo run --release --bin custom_env -- --out runs/reacher
+//! cargo run --release --bin custom_env -- --resume runs/reacher --episodes 2000
 //! shoal plot runs/reacher
 //! ```
 
@@ -16,9 +16,9 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use serde::Serialize;
-use shoal_rl::algo::{Ddpg, DdpgConfig};
-use shoal_rl::core::{Env, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
-use shoal_rl::run::{RunOptions, RunSpec, TrainConfig};
+use shoal_rl_algo::{Ddpg, DdpgConfig};
+use shoal_rl_core::{Env, GoalEnv, Info, Result, Space, Step, TimeLimit, reseed, rng_from_seed};
+use shoal_rl_run::{RunOptions, RunSpec, TrainConfig};
 
 // ---- the env: everything shoal needs is `Env` + `GoalEnv` ----
 
@@ -26,7 +26,7 @@ use shoal_rl::run::{RunOptions, RunSpec, TrainConfig};
 struct Reacher {
     angles: [f32; 2],
     goal: [f32; 2],
-    rng: rand::rngs::StdRng,
+    rng: shoal_rl_core::rand::rngs::StdRng,
     space: (Space, Space),
     limit: TimeLimit,
 }
@@ -72,7 +72,7 @@ impl Env for Reacher {
         &self.space.1
     }
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        use rand::RngExt;
+        use shoal_rl_core::rand::RngExt;
         reseed(&mut self.rng, seed);
         let pi = std::f32::consts::PI;
         self.angles = [
@@ -176,7 +176,7 @@ fn main() {
         resume: cli.resume,
         ..RunOptions::default()
     };
-    let outcome = shoal_rl::run::train(&spec, &options, || {
+    let outcome = shoal_rl_run::train(&spec, &options, || {
         Ddpg::new(ddpg, Reacher::new(), Reacher::new(), cli.seed)
     });
     match outcome {

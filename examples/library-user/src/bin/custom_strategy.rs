@@ -10,17 +10,18 @@
 //! from a Ctrl-C) continues exactly.
 //!
 //! The strategy implements the three required methods of
-//! [`Strategy`](shoal_rl::parallel::Strategy); the provided driver, the
-//! [`Context`](shoal_rl::parallel::Context) helpers and
-//! [`run_strategy`](shoal_rl::train::run_strategy) give it what `shoal train`
-//! gives its own strategies: a locked run directory, `metrics.jsonl`,
+//! [`Strategy`](shoal_rl_parallel::Strategy); registered by name beside
+//! shoal's own ([`StrategyRegistry`]), it trains through
+//! [`shoal_rl_train::run`] as `shoal train` trains its built-ins, with
+//! everything they get: a locked run directory, `metrics.jsonl`,
 //! checkpoints with every worker's replay memory, `--resume`, the final
-//! evaluation and `summary.json`, on threads, processes or MPI.
+//! evaluation and `summary.json`, on threads, processes or MPI. The
+//! program takes `shoal train`'s flags ([`TrainArgs`]).
 //!
 //! ```text
-//! cargo run --release --example custom_strategy -- --workers 2 --out runs/local-sgd
-//! cargo run --release --example custom_strategy -- --backend processes --workers 2 --out runs/p
-//! cargo run --release --example custom_strategy -- --resume runs/local-sgd --set train.episodes=1600
+//! cargo run --release --bin custom_strategy -- --workers 2 --out runs/local-sgd
+//! cargo run --release --bin custom_strategy -- --backend processes --workers 2 --out runs/p
+//! cargo run --release --bin custom_strategy -- --resume runs/local-sgd --set train.episodes=1600
 //! shoal plot runs/local-sgd && shoal eval runs/local-sgd
 //! ```
 //!
@@ -28,11 +29,12 @@
 //! (`toy-reinforce`); any preset whose learner averages gradients works.
 
 use clap::Parser;
-use shoal_rl::cli::TrainArgs;
-use shoal_rl::config::StrategyKind;
-use shoal_rl::core::{GradientLearner, Result};
-use shoal_rl::parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats, eval_steps};
-use shoal_rl::train::run_strategy;
+use shoal_rl_core::{GradientLearner, Result};
+use shoal_rl_parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats, eval_steps};
+use shoal_rl_train::args::TrainArgs;
+use shoal_rl_train::config::{Registries, StrategyRegistry};
+use shoal_rl_train::strategies::StrategyEntry;
+use shoal_rl_train::{run, run_strategy};
 
 /// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
 const NAME: &str = "local-sgd";
@@ -108,7 +110,7 @@ struct Cli {
 
 fn main() {
     // Batches of megabyte tensors: keep freed memory for reuse, as `shoal` does.
-    shoal_rl::allocator::keep_freed_memory_for_reuse();
+    shoal_rl_core::allocator::keep_freed_memory_for_reuse();
     let cli = Cli::parse();
     let (mut args, sync_every) = (cli.train, cli.sync_every);
     if args.resume.is_none() {
@@ -117,20 +119,24 @@ fn main() {
             .overrides
             .push(format!("parallel.strategy=\"{NAME}\""));
     }
-    let outcome = args.resolve().and_then(|cfg| {
-        if cfg.parallel.strategy != StrategyKind::Custom(NAME.into()) {
-            return Err(shoal_rl::core::Error::Config(format!(
-                "this program trains with {NAME}, the run asks for {}",
-                cfg.parallel.strategy
-            )));
-        }
-        run_strategy(&args.plan(cfg), |setup| {
-            Ok(LocalSgd {
-                schedule: setup.schedule(),
-                sync_every,
+    // Local SGD beside shoal's strategies: any config that names it trains
+    // with it, a resumed one included.
+    let strategies = StrategyRegistry::builtin().with(StrategyEntry::new(
+        NAME,
+        "local SGD: workers learn alone and average every K iterations",
+        move |plan| {
+            run_strategy(plan, |setup| {
+                Ok(LocalSgd {
+                    schedule: setup.schedule(),
+                    sync_every,
+                })
             })
-        })
-    });
+        },
+    ));
+    let registries = Registries::default().strategies(strategies);
+    let outcome = args
+        .resolve_in(&registries)
+        .and_then(|cfg| run(&args.plan(cfg)));
     match outcome {
         Ok(Some((run_dir, summary))) => {
             println!(
