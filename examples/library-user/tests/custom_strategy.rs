@@ -121,3 +121,58 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
         "{refused}"
     );
 }
+
+#[test]
+fn local_sgd_stopped_by_ctrl_c_between_syncs_resumes_exactly() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    // Averaging every 1 000 iterations: in this run the workers never meet
+    // again after the start, so wherever Ctrl-C stops it, it stops between
+    // syncs with every worker's own state to keep.
+    let dir = scratch("custom-strategy-ctrl-c");
+    let args = [
+        "--workers",
+        "2",
+        "--sync-every",
+        "1000",
+        "--set",
+        "train.episodes=8000",
+    ];
+    run_example(&dir, &[&args[..], &["--out", "whole"]].concat());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_custom_strategy"))
+        .args([&args[..], SCHEDULE, &["--out", "split"]].concat())
+        .current_dir(&dir)
+        // Its own process group, as a shell job: Ctrl-C reaches the group.
+        .process_group(0)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let iterations = || {
+        std::fs::read_to_string(dir.join("split/metrics.jsonl"))
+            .map(|text| text.matches("\"kind\":\"iteration\"").count())
+            .unwrap_or(0)
+    };
+    let start = Instant::now();
+    while iterations() < 3 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        assert!(start.elapsed() < Duration::from_secs(300));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let group = format!("-{}", child.id());
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status();
+    assert!(kill.unwrap().success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "a clean stop");
+    let summary = std::fs::read_to_string(dir.join("split/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(summary["interrupted"], true, "{summary}");
+    let stopped_at = summary["episodes"].as_u64().unwrap();
+    assert!(
+        stopped_at < 8000,
+        "the stop came before the end ({stopped_at})"
+    );
+    run_example(&dir, &[&args[..], &["--resume", "split"]].concat());
+    assert_eq!(records(&dir.join("split")), records(&dir.join("whole")));
+}
