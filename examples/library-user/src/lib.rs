@@ -3,8 +3,17 @@
 //! public API only. `src/bin/custom_strategy.rs` trains with it by name;
 //! the tests register it beside an env and a learner of their own.
 
-use shoal_rl_core::{GradientLearner, Result};
+use shoal_rl_core::{Error, GradientLearner, Result};
 use shoal_rl_parallel::{Context, IterationRecord, Schedule, Strategy, WorkerStats, eval_steps};
+
+/// A program's exit status for `error`, as `shoal`'s: 130 after a clean
+/// stop (Ctrl-C, SIGTERM), which a job script may tell from a failure.
+pub fn exit_code(error: &Error) -> i32 {
+    match error {
+        Error::Interrupted(_) => shoal_rl_run::INTERRUPTED_EXIT,
+        _ => 1,
+    }
+}
 
 /// The strategy's one name: in `config.toml`, `metrics.jsonl` and `summary.json`.
 pub const NAME: &str = "local-sgd";

@@ -136,7 +136,7 @@ fn local_sgd_stopped_by_ctrl_c_between_syncs_resumes_exactly() {
         "--sync-every",
         "1000",
         "--set",
-        "train.episodes=8000",
+        "train.episodes=3000",
     ];
     run_example(&dir, &[&args[..], &["--out", "whole"]].concat());
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_custom_strategy"))
@@ -170,7 +170,7 @@ fn local_sgd_stopped_by_ctrl_c_between_syncs_resumes_exactly() {
     assert_eq!(summary["interrupted"], true, "{summary}");
     let stopped_at = summary["episodes"].as_u64().unwrap();
     assert!(
-        stopped_at < 8000,
+        stopped_at < 3000,
         "the stop came before the end ({stopped_at})"
     );
     run_example(&dir, &[&args[..], &["--resume", "split"]].concat());

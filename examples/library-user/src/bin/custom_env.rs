@@ -189,7 +189,7 @@ fn main() {
         }
         Err(error) => {
             eprintln!("error: {error}");
-            std::process::exit(1);
+            std::process::exit(shoal_library_user::exit_code(&error));
         }
     }
 }

@@ -83,7 +83,7 @@ fn main() {
         Ok(None) => {} // a worker process or MPI rank > 0: rank 0 reports
         Err(error) => {
             eprintln!("error: {error}");
-            std::process::exit(1);
+            std::process::exit(shoal_library_user::exit_code(&error));
         }
     }
 }
