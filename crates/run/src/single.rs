@@ -23,7 +23,7 @@ pub(crate) fn train_single<L: Learner + ?Sized>(
         restore(learner, ckpt)?;
         counters = checkpoint_counters(ckpt);
     }
-    let steps_spent = |c: &Counters| train.env_steps.is_some_and(|budget| c.env_steps >= budget);
+    let steps_spent = |c: &Counters| train.steps_spent(c.env_steps);
     // Learning goes in stretches of whole updates, each recorded as it ends:
     // its episode lines, with their own wall time, and its update line. A
     // learner that names no update unit learns up to the next evaluation or

@@ -75,6 +75,12 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Whether `env_steps` training steps spend the step budget, if the run
+    /// has one (`env_steps`).
+    pub fn steps_spent(&self, env_steps: u64) -> bool {
+        self.env_steps.is_some_and(|budget| env_steps >= budget)
+    }
+
     /// `stop_grace_s` as a duration, or the one-line error for a value
     /// outside (0, 86 400] seconds.
     pub fn stop_grace(&self) -> Result<Duration> {

@@ -29,6 +29,8 @@ use serde::de::DeserializeOwned;
 use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
 use shoal_rl_core::docs::key_docs;
 use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner};
+// Typed settings as a TOML table, through the text so an `f32` reads as written.
+use shoal_rl_registry::table_of;
 
 use crate::config::{RunConfig, StrategyKind};
 
@@ -375,12 +377,6 @@ impl AlgoConfig {
     pub fn settings_if<S: DeserializeOwned>(&self, kind: &str) -> Option<S> {
         (self.kind == kind).then(|| self.settings().ok()).flatten()
     }
-}
-
-/// Typed settings as a TOML table, through the text so that an `f32` reads
-/// as written.
-fn table_of<S: Serialize>(settings: &S) -> Result<toml::Table> {
-    shoal_rl_registry::table_of(settings)
 }
 
 /// Settings as their typed struct; a key the struct lacks is an error
