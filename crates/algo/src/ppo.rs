@@ -37,6 +37,7 @@
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
+use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
@@ -255,7 +256,7 @@ impl PolicyKind {
     }
 
     /// One draw per component from the raw outputs `out` (`[za… | zb…]`).
-    fn sample(self, out: &[f32], rng: &mut StdRng) -> Vec<f32> {
+    fn sample<R: Rng + ?Sized>(self, out: &[f32], rng: &mut R) -> Vec<f32> {
         let half = out.len() / 2;
         let (za, zb) = out.split_at(half);
         match self {
@@ -345,6 +346,15 @@ impl Policy for PpoPolicy {
         Ok(self
             .space
             .from_unit(&self.kind.to_unit(&self.kind.mode(&out))))
+    }
+
+    /// A draw as in training: from the Beta, or the Gaussian then clipped
+    /// or squashed into the bounds.
+    fn try_sample(&self, obs: &[f32], rng: &mut dyn Rng) -> Result<Vec<f32>> {
+        let out = self.raw_outputs(obs)?;
+        Ok(self
+            .space
+            .from_unit(&self.kind.to_unit(&self.kind.sample(&out, rng))))
     }
 }
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Env, Result, Step, StopFlag};
 
-/// A frozen policy: a deterministic map from observation to action.
+/// A frozen policy: a map from observation to action, deterministic
+/// ([`Policy::act`]) or drawn from the policy's distribution
+/// ([`Policy::try_sample`]).
 ///
 /// ```
 /// use shoal_rl_core::Policy;
@@ -28,6 +30,15 @@ pub trait Policy {
     /// observation of the wrong shape). Default: `act` never fails.
     fn try_act(&self, obs: &[f32]) -> Result<Vec<f32>> {
         Ok(self.act(obs))
+    }
+
+    /// An action drawn with `rng` from the policy's distribution in `obs`,
+    /// as the learner explores (a Beta or Gaussian draw), within the action
+    /// space. Default, for deterministic policies (DDPG's actor, as in
+    /// Stable-Baselines3's `predict`): [`Policy::try_act`].
+    fn try_sample(&self, obs: &[f32], rng: &mut dyn rand::Rng) -> Result<Vec<f32>> {
+        let _ = rng;
+        self.try_act(obs)
     }
 }
 

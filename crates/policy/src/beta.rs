@@ -69,7 +69,7 @@ impl BetaPolicyNet {
 }
 
 /// Draws one unit-space action (each component in `[UNIT_EPS, 1 − UNIT_EPS]`).
-pub fn sample_unit(alpha: &[f32], beta: &[f32], rng: &mut impl Rng) -> Vec<f32> {
+pub fn sample_unit<R: Rng + ?Sized>(alpha: &[f32], beta: &[f32], rng: &mut R) -> Vec<f32> {
     alpha
         .iter()
         .zip(beta)
@@ -110,6 +110,11 @@ impl Policy for FrozenBetaPolicy {
     fn act(&self, obs: &[f32]) -> Vec<f32> {
         let (alpha, beta) = self.net.distribution(obs, &self.device);
         self.space.from_unit(&mean_unit(&alpha, &beta))
+    }
+
+    fn try_sample(&self, obs: &[f32], rng: &mut dyn Rng) -> shoal_rl_core::Result<Vec<f32>> {
+        let (alpha, beta) = self.net.distribution(obs, &self.device);
+        Ok(self.space.from_unit(&sample_unit(&alpha, &beta, rng)))
     }
 }
 
@@ -185,6 +190,49 @@ mod tests {
                 "{action:?} vs {expected:?}"
             );
         }
+    }
+
+    #[test]
+    fn sampled_actions_follow_the_beta_within_the_bounds_and_repeat_by_seed() {
+        let space = Space::new(vec![-2.0, 0.0], vec![4.0, 10.0]);
+        let policy = FrozenBetaPolicy::new(&known_net(), space.clone());
+        let (a, b) = by_hand(0.5);
+        let draws = 20_000;
+        let mut rng = shoal_rl_core::rng_from_seed(3);
+        let mut sums = [0.0f64; 2];
+        let mut squares = [0.0f64; 2];
+        for _ in 0..draws {
+            let action = policy.try_sample(&[0.5], &mut rng).unwrap();
+            assert!(space.contains(&action), "{action:?}");
+            for k in 0..2 {
+                let unit = space.to_unit(&action)[k] as f64;
+                sums[k] += unit;
+                squares[k] += unit * unit;
+            }
+        }
+        // The Beta's mean a/(a+b) and variance ab/((a+b)²(a+b+1)), within
+        // 5 standard errors of the sample mean and variance.
+        for k in 0..2 {
+            let mean = a[k] / (a[k] + b[k]);
+            let var = a[k] * b[k] / ((a[k] + b[k]).powi(2) * (a[k] + b[k] + 1.0));
+            let sample_mean = sums[k] / draws as f64;
+            let sample_var = squares[k] / draws as f64 - sample_mean * sample_mean;
+            assert!(
+                (sample_mean - mean).abs() < 5.0 * (var / draws as f64).sqrt(),
+                "component {k}: mean {sample_mean} against {mean}"
+            );
+            assert!(
+                (sample_var - var).abs() < 0.05 * var,
+                "component {k}: variance {sample_var} against {var}"
+            );
+        }
+        let mut again = |seed| {
+            policy
+                .try_sample(&[0.5], &mut shoal_rl_core::rng_from_seed(seed))
+                .unwrap()
+        };
+        assert_eq!(again(9), again(9));
+        assert_ne!(again(9), again(10));
     }
 
     #[test]

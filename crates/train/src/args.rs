@@ -96,6 +96,7 @@ impl TrainArgs {
             checkpoint: self.checkpoint.clone(),
             quiet: self.quiet,
             status_every: Some(Duration::from_secs_f64(self.status_every)),
+            stop: None,
         }
     }
 

@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use serde_json::json;
 use shoal_rl_core::{
-    Env, Error, GoalEnv, GradientLearner, Learner, Policy, Result, RolloutLearner,
+    Env, Error, GoalEnv, GradientLearner, Learner, Policy, Result, RolloutLearner, StopFlag,
 };
 use shoal_rl_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
 use shoal_rl_parallel::Strategy;
 pub use shoal_rl_run::StrategySetup;
 use shoal_rl_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
 
-use crate::config::{RunConfig, StrategyKind};
+use crate::config::{Registries, RunConfig, StrategyKind};
 
 /// A fresh instance of the configured environment.
 pub fn make_env(cfg: &RunConfig) -> Result<Box<dyn Env>> {
@@ -133,6 +133,9 @@ pub struct Plan {
     pub quiet: bool,
     /// Off a terminal, the time between two status lines (default 10 s).
     pub status_every: Option<Duration>,
+    /// A flag of the caller's that stops the run cleanly; default: SIGINT
+    /// and SIGTERM do.
+    pub stop: Option<StopFlag>,
 }
 
 impl Plan {
@@ -145,6 +148,7 @@ impl Plan {
             checkpoint: None,
             quiet: false,
             status_every: None,
+            stop: None,
         }
     }
 
@@ -169,6 +173,15 @@ impl Plan {
         self
     }
 
+    /// Stopped cleanly (as by Ctrl-C) when `flag` is raised, leaving the
+    /// process's signals alone: for a program with signal handling of its
+    /// own, such as a Python interpreter.
+    #[must_use]
+    pub fn stop(mut self, flag: StopFlag) -> Self {
+        self.stop = Some(flag);
+        self
+    }
+
     /// Where the run lives, for the runtime.
     pub fn options(&self) -> RunOptions {
         RunOptions {
@@ -176,7 +189,7 @@ impl Plan {
             resume: self.resume.clone(),
             checkpoint: self.checkpoint.clone(),
             quiet: self.quiet,
-            stop: None,
+            stop: self.stop.clone(),
             status_every: self.status_every,
         }
     }
@@ -321,10 +334,20 @@ pub fn load_run_state(
     run_dir: &std::path::Path,
     which: &CheckpointSelector,
 ) -> Result<(RunConfig, Vec<u8>)> {
+    load_run_state_in(Registries::default(), run_dir, which)
+}
+
+/// [`load_run_state`] of a run whose config names envs, algorithms or
+/// strategies of `registries`.
+pub fn load_run_state_in(
+    registries: impl Into<Registries>,
+    run_dir: &std::path::Path,
+    which: &CheckpointSelector,
+) -> Result<(RunConfig, Vec<u8>)> {
     let run = RunDir::new(run_dir);
     let text = std::fs::read_to_string(run.config())
         .map_err(|e| Error::io(format!("reading {}", run.config().display()), e))?;
-    let cfg = RunConfig::from_toml(&text, &run.config().display().to_string())?;
+    let cfg = RunConfig::from_toml_in(registries, &text, &run.config().display().to_string())?;
     // The model alone: evaluation needs no replay memory, which may be gone.
     let mut ckpt = load_checkpoint(run.path(), which, Some(&[STATE_BLOB]))?;
     Ok((cfg, ckpt.take_blob(STATE_BLOB)?))
@@ -335,14 +358,25 @@ pub fn load_run(
     run_dir: &std::path::Path,
     which: &CheckpointSelector,
 ) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
-    let (cfg, state) = load_run_state(run_dir, which)?;
+    load_run_in(Registries::default(), run_dir, which)
+}
+
+/// [`load_run`] of a run whose config names envs, algorithms or strategies
+/// of `registries`.
+pub fn load_run_in(
+    registries: impl Into<Registries>,
+    run_dir: &std::path::Path,
+    which: &CheckpointSelector,
+) -> Result<(RunConfig, Box<dyn GradientLearner>)> {
+    let (cfg, state) = load_run_state_in(registries, run_dir, which)?;
     let mut learner = make_learner(&cfg, 0, 1.0)?;
     learner.load_state(&state)?;
     Ok((cfg, learner))
 }
 
 /// A trained policy loaded from a run directory: acts on observations of
-/// the run's env with exploration off, as `shoal eval` does.
+/// the run's env with exploration off, as `shoal eval` does, or samples
+/// actions as the learner explored.
 ///
 /// ```no_run
 /// use shoal_rl_eval::CheckpointSelector;
@@ -352,7 +386,9 @@ pub fn load_run(
 /// let mut env = policy.make_env()?;
 /// let obs = env.reset(Some(0));
 /// let action = policy.act(&obs)?;
-/// # let _ = action; Ok(()) }
+/// let mut rng = shoal_rl_core::rng_from_seed(7);
+/// let explored = policy.sample(&obs, &mut rng)?;
+/// # let _ = (action, explored); Ok(()) }
 /// ```
 pub struct TrainedPolicy {
     config: RunConfig,
@@ -364,7 +400,17 @@ impl TrainedPolicy {
     /// run in `run_dir`. A HAC run is refused: its levels hold subgoals
     /// across steps, which no stateless policy can.
     pub fn load(run_dir: &std::path::Path, which: &CheckpointSelector) -> Result<Self> {
-        let (config, learner) = load_run(run_dir, which)?;
+        Self::load_in(Registries::default(), run_dir, which)
+    }
+
+    /// [`TrainedPolicy::load`] of a run whose config names envs or
+    /// algorithms of `registries`.
+    pub fn load_in(
+        registries: impl Into<Registries>,
+        run_dir: &std::path::Path,
+        which: &CheckpointSelector,
+    ) -> Result<Self> {
+        let (config, learner) = load_run_in(registries, run_dir, which)?;
         let policy = learner.policy().ok_or_else(|| {
             Error::Config(format!(
                 "{}: a {} run has no stateless policy to load (its levels keep subgoals \
@@ -380,6 +426,13 @@ impl TrainedPolicy {
     /// env returns); an observation of the wrong length is an error.
     pub fn act(&self, obs: &[f32]) -> Result<Vec<f32>> {
         self.policy.try_act(obs)
+    }
+
+    /// An action drawn with `rng` as the learner explored (PPO's and
+    /// REINFORCE's Beta or Gaussian); DDPG's actor is deterministic and
+    /// gives [`TrainedPolicy::act`]'s action.
+    pub fn sample(&self, obs: &[f32], rng: &mut dyn shoal_rl_core::rand::Rng) -> Result<Vec<f32>> {
+        self.policy.try_sample(obs, rng)
     }
 
     /// The run's resolved configuration.
