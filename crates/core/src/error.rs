@@ -54,6 +54,10 @@ pub enum Error {
     /// Parameters or states that must agree in shape did not.
     #[error("shape mismatch: {0}")]
     Shape(String),
+    /// An environment implemented outside shoal (a Python Gymnasium env)
+    /// failed; the message is its own.
+    #[error("the environment failed: {0}")]
+    Env(String),
     /// A worker or communication channel failed.
     #[error("communication failed: {0}")]
     Comm(String),

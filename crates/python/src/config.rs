@@ -102,7 +102,7 @@ pub fn to_json<C: Serialize>(config: &C) -> Value {
 }
 
 /// A Python value as JSON: bool, int, float, str, sequences and dicts.
-fn from_py(value: &Bound<'_, PyAny>) -> Result<Value, String> {
+pub(crate) fn from_py(value: &Bound<'_, PyAny>) -> Result<Value, String> {
     // bool before int: Python's bool is an int.
     if value.is_instance_of::<PyBool>() {
         return Ok(Value::Bool(

@@ -1,5 +1,6 @@
 //! `shoal_envs._core`: shoal's environments (worm, arm push, ball to net, UR5 reacher,
-//! pendulum) as Python classes.
+//! pendulum) as Python classes, shoal's trainer (`train`), and trained
+//! policies (`TrainedPolicyCore`).
 //!
 //! The classes here are the raw environments: `reset(seed)` and
 //! `step(action)` call the Rust env directly, so observations and rewards
@@ -12,7 +13,9 @@
 //! `RuntimeError`, an unknown setting name a `TypeError`.
 
 mod config;
+mod gym;
 mod render;
+mod train;
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
@@ -26,7 +29,7 @@ use crate::config::{override_config, to_json, to_py};
 use crate::render::Recording;
 
 /// A shoal error as the Python exception a caller expects, with shoal's message.
-fn to_py_err(error: Error) -> PyErr {
+pub(crate) fn to_py_err(error: Error) -> PyErr {
     let message = error.to_string();
     match error {
         Error::ActionShape { .. }
@@ -34,6 +37,7 @@ fn to_py_err(error: Error) -> PyErr {
         | Error::ActionOutOfBounds { .. }
         | Error::Config(_)
         | Error::Shape(_) => PyValueError::new_err(message),
+        Error::Interrupted(_) => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
         Error::Io { .. } | Error::File { .. } => PyOSError::new_err(message),
         _ => PyRuntimeError::new_err(message),
     }
@@ -496,6 +500,8 @@ fn registered_envs() -> Vec<(&'static str, &'static str)> {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(registered_envs, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train, m)?)?;
+    m.add_class::<train::TrainedPolicyCore>()?;
     m.add_class::<WormConfig>()?;
     m.add_class::<ArmPushConfig>()?;
     m.add_class::<BallToNetConfig>()?;

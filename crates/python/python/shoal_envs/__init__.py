@@ -13,6 +13,13 @@ with Gymnasium::
 ``gym.make("shoal_envs:shoal/Worm-v0")`` imports the package itself. The
 raw Rust envs (``Worm``, ``ArmPush``, ``BallToNet``, ``UR5Reacher``,
 ``Pendulum``) and their configs are re-exported here too.
+
+``train`` runs shoal's trainer in this process, on a preset's env or on a
+Gymnasium env of one's own, and ``load_policy`` loads what it trained::
+
+    run = shoal_envs.train("worm-ppo", episodes=50)
+    policy = shoal_envs.load_policy(run, checkpoint="best")
+    action = policy.act(obs)
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from shoal_envs._core import (
     registered_envs,
 )
 from shoal_envs.envs import ArmPushEnv, BallToNetEnv, PendulumEnv, UR5ReacherEnv, WormEnv
+from shoal_envs.training import TrainedPolicy, load_policy, train
 
 __all__ = [
     "ArmPush",
@@ -44,14 +52,17 @@ __all__ = [
     "Pendulum",
     "PendulumConfig",
     "PendulumEnv",
+    "TrainedPolicy",
     "UR5Reacher",
     "UR5ReacherConfig",
     "UR5ReacherEnv",
     "Worm",
     "WormConfig",
     "WormEnv",
+    "load_policy",
     "register_envs",
     "registered_envs",
+    "train",
 ]
 
 __version__ = "0.1.0"

@@ -167,3 +167,35 @@ class Pendulum(_GoalTask[PendulumConfig]):
 def registered_envs() -> list[tuple[str, str]]:
     """(Gymnasium id, shoal id) of every env in shoal's registry that has a Gymnasium id."""
     ...
+
+def train(
+    preset: str,
+    *,
+    env: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    out: str | None = None,
+    resume: str | None = None,
+    seed: int | None = None,
+    episodes: int | None = None,
+    steps: int | None = None,
+    progress: bool = False,
+    **overrides: Any,
+) -> str:
+    """Runs shoal's trainer in this process; returns the run directory."""
+    ...
+
+class TrainedPolicyCore:
+    """A run's checkpoint loaded to act (``shoal_envs.load_policy`` wraps it)."""
+
+    def __init__(self, run_dir: str, checkpoint: str = "best", seed: int = 0) -> None: ...
+    def act(self, obs: _F32, deterministic: bool = True) -> _F32: ...
+    @property
+    def config(self) -> str: ...
+    @property
+    def eval_seed(self) -> int: ...
+    @property
+    def env_kind(self) -> str: ...
+    @property
+    def env_settings(self) -> str: ...
+    @property
+    def gym_id(self) -> str | None: ...

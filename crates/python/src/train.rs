@@ -1,0 +1,274 @@
+//! Training and trained policies from Python.
+//!
+//! `train` runs shoal's trainer (the library `shoal train` is) in this
+//! process: a preset with overrides, on shoal's env or on a Gymnasium env
+//! of the caller's (env kinds `gymnasium` and `gymnasium-goal`, see
+//! [`crate::gym`]). It returns the run directory, which holds what a run of
+//! the binary holds. `TrainedPolicy` loads a run's checkpoint and acts on
+//! numpy arrays.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use numpy::{PyArray1, PyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use shoal_rl_core::rand::rngs::StdRng;
+use shoal_rl_core::{Error, StopFlag, rng_from_seed};
+use shoal_rl_eval::CheckpointSelector;
+use shoal_rl_registry::EnvRegistry;
+use shoal_rl_train::config::{EnvConfig, Registries, RunConfig};
+use shoal_rl_train::{Plan, TrainedPolicy};
+
+use crate::config::from_py;
+use crate::gym::{GymSettings, take_env_error};
+use crate::to_py_err;
+
+/// shoal's envs, algorithms and strategies, plus the two Gymnasium kinds.
+fn registries() -> Registries {
+    let envs = crate::gym::entries()
+        .into_iter()
+        .fold(EnvRegistry::builtin(), EnvRegistry::with);
+    Registries::default().envs(envs)
+}
+
+/// A shoal error as a Python exception; an env's own exception becomes the
+/// cause, so its traceback shows.
+fn raise(py: Python<'_>, error: Error) -> PyErr {
+    let cause = matches!(error, Error::Env(_))
+        .then(take_env_error)
+        .flatten();
+    let raised = to_py_err(error);
+    if let Some(cause) = cause {
+        raised.set_cause(py, Some(cause));
+    }
+    raised
+}
+
+/// A keyword's value as the TOML literal a `--set key=value` takes.
+fn toml_literal(key: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let json = from_py(value).map_err(|why| PyValueError::new_err(format!("{key}: {why}")))?;
+    let value = toml::Value::try_from(json)
+        .map_err(|e| PyValueError::new_err(format!("{key}: not a TOML value: {e}")))?;
+    Ok(value.to_string())
+}
+
+/// Trains `preset` (a preset name or a config.toml path) in this process
+/// and returns the run directory.
+///
+/// `env` replaces the preset's env with a Gymnasium env of one's own,
+/// made by `gymnasium.make(env, **env_kwargs)` (a goal env with HER for an
+/// algorithm that needs goals). Overrides are keyword arguments named as
+/// `shoal config` prints the keys, with `__` for the dots
+/// (`algo__gamma=0.9`), or given as `**{"algo.gamma": 0.9}`.
+#[pyfunction]
+#[pyo3(signature = (
+    preset, *, env=None, env_kwargs=None, out=None, resume=None, seed=None,
+    episodes=None, steps=None, progress=false, **overrides
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    py: Python<'_>,
+    preset: &str,
+    env: Option<String>,
+    env_kwargs: Option<&Bound<'_, PyDict>>,
+    out: Option<PathBuf>,
+    resume: Option<PathBuf>,
+    seed: Option<u64>,
+    episodes: Option<u64>,
+    steps: Option<u64>,
+    progress: bool,
+    overrides: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PathBuf> {
+    let mut sets = Vec::new();
+    if let Some(seed) = seed {
+        sets.push(format!("seed={seed}"));
+    }
+    if let Some(episodes) = episodes {
+        sets.push(format!("train.episodes={episodes}"));
+    }
+    if let Some(steps) = steps {
+        // Every episode takes a step, so the episode budget never ends it first.
+        sets.push(format!("train.env_steps={steps}"));
+        sets.push(format!("train.episodes={steps}"));
+    }
+    for (key, value) in overrides.into_iter().flat_map(|d| d.iter()) {
+        let key: String = key.extract()?;
+        let key = key.replace("__", ".");
+        sets.push(format!("{key}={}", toml_literal(&key, &value)?));
+    }
+    let registries = registries();
+    let source = match (&resume, preset) {
+        (Some(dir), "") => shoal_rl_eval::RunDir::new(dir)
+            .config()
+            .to_string_lossy()
+            .into_owned(),
+        _ => preset.to_string(),
+    };
+    let mut cfg = RunConfig::resolve_in(&registries, &source, &[]).map_err(|e| raise(py, e))?;
+    if let Some(id) = env {
+        let kwargs = match env_kwargs {
+            Some(kwargs) => {
+                let json = from_py(kwargs.as_any())
+                    .map_err(|why| PyValueError::new_err(format!("env_kwargs: {why}")))?;
+                toml::Table::try_from(json)
+                    .map_err(|e| PyValueError::new_err(format!("env_kwargs: {e}")))?
+            }
+            None => toml::Table::new(),
+        };
+        let needs_goals = cfg
+            .algos
+            .get(cfg.algo.kind())
+            .map_err(|e| raise(py, e))?
+            .goal_env;
+        let kind = if needs_goals {
+            "gymnasium-goal"
+        } else {
+            "gymnasium"
+        };
+        cfg.env = EnvConfig::new(kind, &GymSettings { id, kwargs }).map_err(|e| raise(py, e))?;
+    }
+    let mut cfg = cfg.with_overrides(&sets).map_err(|e| raise(py, e))?;
+    cfg.follow_workers(&sets);
+
+    let stop = StopFlag::new();
+    let mut plan = Plan::new(cfg).stop(stop.clone());
+    plan.out = out;
+    plan.resume = resume;
+    plan.quiet = !progress;
+    // Training runs on a thread of its own while this one watches for
+    // Ctrl-C: Python only sees signals on the main thread, between calls.
+    // A Gymnasium env takes the GIL for each call; it is free meanwhile.
+    let interrupted = AtomicBool::new(false);
+    let outcome = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| shoal_rl_train::run(&plan));
+        while !worker.is_finished() {
+            py.detach(|| std::thread::sleep(Duration::from_millis(50)));
+            if py.check_signals().is_err() && !interrupted.swap(true, Ordering::SeqCst) {
+                stop.request();
+            }
+        }
+        worker.join()
+    });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    match outcome {
+        Ok(Some((dir, _summary))) => Ok(dir),
+        Ok(None) => Err(PyValueError::new_err(
+            "this process is not the run's rank 0 and has no run directory",
+        )),
+        Err(Error::Interrupted(message)) if interrupted.load(Ordering::SeqCst) => {
+            Err(PyKeyboardInterrupt::new_err(message))
+        }
+        Err(error) => Err(raise(py, error)),
+    }
+}
+
+/// A trained policy loaded from a run directory (`load_policy`).
+#[pyclass(unsendable, module = "shoal_envs._core")]
+pub struct TrainedPolicyCore {
+    policy: TrainedPolicy,
+    rng: StdRng,
+}
+
+#[pymethods]
+impl TrainedPolicyCore {
+    /// Checkpoint `checkpoint` ("best", "latest" or a number) of the run in
+    /// `run_dir`; `seed` seeds sampled actions.
+    #[new]
+    #[pyo3(signature = (run_dir, checkpoint="best", seed=0))]
+    fn new(py: Python<'_>, run_dir: PathBuf, checkpoint: &str, seed: u64) -> PyResult<Self> {
+        let which = CheckpointSelector::parse(checkpoint);
+        let policy =
+            TrainedPolicy::load_in(registries(), &run_dir, &which).map_err(|e| raise(py, e))?;
+        Ok(TrainedPolicyCore {
+            policy,
+            rng: rng_from_seed(seed),
+        })
+    }
+
+    /// Actions for one observation (1-D) or a batch of rows (2-D), float32:
+    /// the deterministic action, or one drawn as the learner explored.
+    #[pyo3(signature = (obs, deterministic=true))]
+    fn act<'py>(
+        &mut self,
+        py: Python<'py>,
+        obs: PyReadonlyArrayDyn<'py, f32>,
+        deterministic: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let shape = obs.shape().to_vec();
+        let values: Vec<f32> = obs.as_array().iter().copied().collect();
+        let mut one = |row: &[f32]| -> PyResult<Vec<f32>> {
+            let action = if deterministic {
+                self.policy.act(row)
+            } else {
+                self.policy.sample(row, &mut self.rng)
+            };
+            action.map_err(|e| raise(py, e))
+        };
+        match shape.as_slice() {
+            [_] => Ok(PyArray1::from_vec(py, one(&values)?).into_any()),
+            [rows, width] if *width > 0 => {
+                let actions = values
+                    .chunks_exact(*width)
+                    .map(&mut one)
+                    .collect::<PyResult<Vec<_>>>()?;
+                debug_assert_eq!(actions.len(), *rows);
+                Ok(PyArray2::from_vec2(py, &actions)?.into_any())
+            }
+            _ => Err(PyValueError::new_err(format!(
+                "obs must be one observation (1-D) or rows of them (2-D), got shape {shape:?}"
+            ))),
+        }
+    }
+
+    /// The run's resolved config, as `config.toml` holds it.
+    #[getter]
+    fn config(&self) -> String {
+        self.policy.config().to_toml()
+    }
+
+    /// The first seed of the run's evaluations: evaluation episode `i`
+    /// resets its env with `eval_seed + i`.
+    #[getter]
+    fn eval_seed(&self) -> u64 {
+        shoal_rl_train::eval_seed(self.policy.config())
+    }
+
+    /// The env kind the policy was trained on (`worm`, `gymnasium`, …).
+    #[getter]
+    fn env_kind(&self) -> String {
+        self.policy.config().env.kind.clone()
+    }
+
+    /// The run's env settings as a JSON object string.
+    #[getter]
+    fn env_settings(&self) -> PyResult<String> {
+        serde_json::to_string(&self.policy.config().env.settings)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The Gymnasium id of the env the policy was trained on, where it has one.
+    #[getter]
+    fn gym_id(&self) -> Option<String> {
+        let config = self.policy.config();
+        match config.env.kind.as_str() {
+            "gymnasium" | "gymnasium-goal" => config
+                .env
+                .settings
+                .get("id")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            kind => config
+                .envs
+                .get(kind)
+                .ok()
+                .and_then(|entry| entry.python_id)
+                .map(str::to_string),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+"""Training from Python: shoal's presets, a user's own Gymnasium envs, and the policies they leave."""
+
+from __future__ import annotations
+
+import json
+import threading
+import _thread
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import shoal_envs
+
+
+class PointLine(gym.Env):
+    """A point on [-1, 1] moved onto a target: reward −distance, 20 steps (Python's twin of shoal's point-reach)."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.target, self.t = 0.0, float(self.np_random.uniform(-1, 1)), 0
+        return np.array([self.x, self.target], np.float32), {}
+
+    def step(self, action):
+        self.x = float(np.clip(self.x + 0.2 * float(action[0]), -1.0, 1.0))
+        self.t += 1
+        obs = np.array([self.x, self.target], np.float32)
+        return obs, -abs(self.x - self.target), False, self.t >= 20, {}
+
+
+class PointGoal(gym.Env):
+    """A point in the unit square moved onto a goal: Gymnasium-Robotics' goal API, sparse −1/0 reward."""
+
+    def __init__(self) -> None:
+        box = lambda n: spaces.Box(-1.0, 1.0, (n,), np.float32)  # noqa: E731
+        self.observation_space = spaces.Dict(
+            {"observation": box(2), "achieved_goal": box(2), "desired_goal": box(2)}
+        )
+        self.action_space = box(2)
+        self.calls = 0
+
+    def _obs(self):
+        pos = self.pos.astype(np.float32)
+        return {"observation": pos, "achieved_goal": pos.copy(), "desired_goal": self.goal.copy()}
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        self.goal = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        return self._obs(), {}
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return -(distance >= 0.1).astype(np.float32)
+
+    def step(self, action):
+        self.pos = np.clip(self.pos + 0.1 * np.asarray(action, np.float32), -1, 1)
+        obs = self._obs()
+        reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], {}))
+        success = reward == 0.0
+        return obs, reward, success, False, {"is_success": success}
+
+
+class Explodes(PointLine):
+    def step(self, action):
+        raise ArithmeticError("the user's env broke at step time")
+
+
+gym.register("shoal-test/PointLine-v0", entry_point=PointLine, max_episode_steps=20)
+gym.register("shoal-test/PointGoal-v0", entry_point=PointGoal, max_episode_steps=50)
+gym.register("shoal-test/Explodes-v0", entry_point=Explodes)
+gym.register("shoal-test/Discrete-v0", entry_point="gymnasium.envs.classic_control:CartPoleEnv")
+
+
+def summary(run):
+    return json.loads((run / "summary.json").read_text())
+
+
+def test_a_worm_policy_trained_from_python_rolls_out_in_gymnasium_as_the_run_evaluated_it(tmp_path):
+    run = shoal_envs.train(
+        "worm-ppo",
+        out=tmp_path / "worm",
+        episodes=4,
+        train__eval_every=2,
+        train__eval_episodes=1,
+        train__final_eval_episodes=2,
+        **{"algo.episodes_per_rollout": 2},
+    )
+    assert (run / "checkpoints").is_dir()
+    latest = shoal_envs.load_policy(run, checkpoint="latest")
+    assert latest.gym_id == "shoal/Worm-v0"
+    # The run's final evaluation played the latest policy on evaluation
+    # seeds; the same seeds in Gymnasium's env give the same returns.
+    returns = latest.rollout(gym.make("shoal/Worm-v0"), episodes=2)
+    assert np.mean(returns) == pytest.approx(summary(run)["eval_return_mean"], rel=1e-6)
+
+    best = shoal_envs.load_policy(run, checkpoint="best", seed=3)
+    env = best.make_env()
+    obs, _ = env.reset(seed=0)
+    deterministic = best.act(obs)
+    assert deterministic.dtype == np.float32 and deterministic.shape == env.action_space.shape
+    assert np.array_equal(best.act(obs), deterministic)
+    drawn = [best.act(obs, deterministic=False) for _ in range(3)]
+    assert all(env.action_space.contains(a) for a in drawn)
+    assert not np.array_equal(drawn[0], drawn[1]), "sampled actions vary"
+    again = shoal_envs.load_policy(run, checkpoint="best", seed=3)
+    assert np.array_equal(again.act(obs, deterministic=False), drawn[0]), "seeded draws repeat"
+    rows = np.stack([obs, obs])
+    assert best.act(rows).shape == (2, deterministic.shape[0])
+    assert np.array_equal(best.predict(obs)[0], deterministic)
+
+
+def test_ppo_learns_a_users_own_gymnasium_env(tmp_path):
+    run = shoal_envs.train(
+        "toy-ppo", env="shoal-test/PointLine-v0", out=tmp_path / "line", seed=1
+    )
+    saved = (run / "config.toml").read_text()
+    assert 'kind = "gymnasium"' in saved and 'id = "shoal-test/PointLine-v0"' in saved
+    policy = shoal_envs.load_policy(run, checkpoint="latest")
+    learned = np.mean(policy.rollout(episodes=20, seed=100))
+    env = gym.make("shoal-test/PointLine-v0")
+    still = []
+    for episode in range(20):
+        env.reset(seed=100 + episode)
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(np.zeros(1, np.float32))
+            total, done = total + reward, terminated or truncated
+        still.append(total)
+    # Standing still costs the mean distance to the target every step.
+    assert learned > 0.5 * np.mean(still), (learned, np.mean(still))
+
+
+def test_ddpg_with_her_learns_a_users_own_goal_env(tmp_path):
+    run = shoal_envs.train(
+        "toy-ddpg-her", env="shoal-test/PointGoal-v0", out=tmp_path / "goal", seed=2
+    )
+    assert 'kind = "gymnasium-goal"' in (run / "config.toml").read_text()
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r.get("kind") == "eval"]
+    assert evals, "the run evaluated"
+    # A random walk of 50 steps of 0.1 rarely ends within 0.1 of a goal in
+    # the square; the learned actor reaches most goals.
+    assert summary(run)["eval_success_rate"] >= 0.5, summary(run)
+
+
+def test_a_users_env_that_raises_stops_the_run_with_its_exception_as_the_cause(tmp_path):
+    with pytest.raises(RuntimeError, match="the environment failed: gymnasium env `shoal-test/Explodes-v0`: step") as raised:
+        shoal_envs.train("toy-ppo", env="shoal-test/Explodes-v0", out=tmp_path / "x")
+    assert isinstance(raised.value.__cause__, ArithmeticError)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ("shoal-test/Discrete-v0", "shoal trains continuous Box spaces, not Discrete(2)"),
+        ("shoal-test/NoSuchEnv-v0", "NoSuchEnv"),
+    ],
+)
+def test_envs_shoal_cannot_train_are_refused_in_one_line(tmp_path, env, message):
+    with pytest.raises(RuntimeError, match="the environment failed") as raised:
+        shoal_envs.train("toy-ppo", env=env, out=tmp_path / "refused")
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "refused").exists(), "nothing is written for a refused config"
+
+
+def test_unknown_settings_and_presets_are_value_errors(tmp_path):
+    with pytest.raises(ValueError, match="algo.gamm"):
+        shoal_envs.train("toy-ppo", out=tmp_path / "a", algo__gamm=0.9)
+    with pytest.raises(ValueError, match="unknown preset"):
+        shoal_envs.train("toy-ppq", out=tmp_path / "b")
+    with pytest.raises(ValueError, match="no stateless policy"):
+        run = shoal_envs.train("toy-hac", out=tmp_path / "hac", episodes=2)
+        shoal_envs.load_policy(run)
+
+
+def test_ctrl_c_stops_training_cleanly_and_the_run_resumes(tmp_path):
+    out = tmp_path / "stopped"
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt, match="checkpoint written; resume") as raised:
+        shoal_envs.train("toy-ppo", env="shoal-test/PointLine-v0", out=out, episodes=200_000)
+    timer.cancel()
+    stopped_at = int(str(raised.value).split()[2])
+    run = shoal_envs.train("", resume=out, episodes=stopped_at + 8)
+    assert run == out
+    assert summary(run)["episodes"] == stopped_at + 8
