@@ -54,6 +54,11 @@ fn a_trained_policy_acts_from_its_run_directory() {
         .and_then(|r| r.parse().ok())
         .unwrap_or_else(|| panic!("no return in {out}"));
     assert_eq!(ret, report["return_mean"].as_f64().unwrap(), "{out}");
+    // Sampled actions (a seed after the episode count) leave the mean's
+    // return, and repeat by seed.
+    let sampled = run_example("use_policy", &dir, &["run", "latest", "1", "7"]);
+    assert_ne!(sampled, out, "sampled actions differ from the mean");
+    assert_eq!(run_example("use_policy", &dir, &["run", "latest", "1", "7"]), sampled);
     // A HAC run has no stateless policy: one clear line.
     let hac = shoal(
         "train toy-hac --out hac --quiet --set train.episodes=2 --set train.eval_every=2",
