@@ -37,9 +37,9 @@ fn run() -> Result<()> {
         None => 3,
     };
     let mut sampler = match args.get(3) {
-        Some(seed) => Some(shoal_rl::core::rng_from_seed(seed.parse().map_err(|_| {
-            Error::Config(format!("SAMPLE_SEED must be a whole number, got `{seed}`"))
-        })?)),
+        Some(seed) => Some(shoal_rl::core::rng_from_seed(seed.parse().map_err(
+            |_| Error::Config(format!("SAMPLE_SEED must be a whole number, got `{seed}`")),
+        )?)),
         None => None,
     };
     let policy = TrainedPolicy::load(run_dir.as_ref(), &CheckpointSelector::parse(which))?;
