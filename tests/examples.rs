@@ -58,7 +58,10 @@ fn a_trained_policy_acts_from_its_run_directory() {
     // return, and repeat by seed.
     let sampled = run_example("use_policy", &dir, &["run", "latest", "1", "7"]);
     assert_ne!(sampled, out, "sampled actions differ from the mean");
-    assert_eq!(run_example("use_policy", &dir, &["run", "latest", "1", "7"]), sampled);
+    assert_eq!(
+        run_example("use_policy", &dir, &["run", "latest", "1", "7"]),
+        sampled
+    );
     // A HAC run has no stateless policy: one clear line.
     let hac = shoal(
         "train toy-hac --out hac --quiet --set train.episodes=2 --set train.eval_every=2",
