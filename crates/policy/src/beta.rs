@@ -226,7 +226,7 @@ mod tests {
                 "component {k}: variance {sample_var} against {var}"
             );
         }
-        let mut again = |seed| {
+        let again = |seed| {
             policy
                 .try_sample(&[0.5], &mut shoal_rl_core::rng_from_seed(seed))
                 .unwrap()
