@@ -128,6 +128,19 @@ pub fn train(
         } else {
             "gymnasium"
         };
+        // The run is named for what it trains (`ppo-Pendulum-v1`, in
+        // `runs/` and on plots), not for the preset's env.
+        let name: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        cfg.preset = format!("{}-{name}", cfg.algo.kind());
         cfg.env = EnvConfig::new(kind, &GymSettings { id, kwargs }).map_err(|e| raise(py, e))?;
     }
     let mut cfg = cfg.with_overrides(&sets).map_err(|e| raise(py, e))?;

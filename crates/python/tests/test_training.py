@@ -121,6 +121,7 @@ def test_ppo_learns_a_users_own_gymnasium_env(tmp_path):
     )
     saved = (run / "config.toml").read_text()
     assert 'kind = "gymnasium"' in saved and 'id = "shoal-test/PointLine-v0"' in saved
+    assert 'preset = "ppo-shoal-test-PointLine-v0"' in saved, "named for what it trains"
     policy = shoal_envs.load_policy(run, checkpoint="latest")
     learned = np.mean(policy.rollout(episodes=20, seed=100))
     env = gym.make("shoal-test/PointLine-v0")
