@@ -1203,6 +1203,7 @@ const TESTED_PRESETS: &[&str] = &[
     "push-ddpg-her",
     "ball-ddpg-her",
     "toy-ddpg-her",
+    "push-td3-her",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
@@ -1297,6 +1298,11 @@ fn preset_ball_ddpg_her_runs_end_to_end() {
 #[test]
 fn preset_toy_ddpg_her_runs_end_to_end() {
     run_preset("toy-ddpg-her", 4, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_push_td3_her_runs_end_to_end() {
+    run_preset("push-td3-her", 2, FEW_UPDATES, true);
 }
 
 #[test]

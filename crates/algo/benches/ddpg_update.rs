@@ -33,6 +33,7 @@ fn random_batch() -> NetBatch {
             .map(|v| if v > 0.6 { 0.0 } else { -1.0 })
             .collect(),
         terminals: (0..BATCH).map(|i| i % 17 == 0).collect(),
+        next_action_noise: Vec::new(),
     }
 }
 
@@ -45,15 +46,11 @@ fn bench_update(c: &mut Criterion) {
         critic_lr: 1e-3,
         max_grad_norm: None,
         value_bound: None,
+        critics: 1,
     };
     let mut networks = ActorCritic::new(&config, 0);
     let batch = random_batch();
-    let settings = UpdateSettings {
-        gamma: 0.98,
-        action_l2: 1.0,
-        target_clip: Some((-50.0, 0.0)),
-        target_networks: true,
-    };
+    let settings = UpdateSettings::ddpg(0.98, 1.0, Some((-50.0, 0.0)));
     c.bench_function("ddpg/update_batch256_hidden256x256", |b| {
         b.iter(|| {
             black_box(

@@ -1,12 +1,21 @@
-//! DDPG's networks and one update (Lillicrap et al., 2016), shared by [`crate::Ddpg`] and every level of [`crate::Hac`].
+//! DDPG's networks and one update (Lillicrap et al., 2016), shared by [`crate::Ddpg`] and every level of [`crate::Hac`]; with two critics, target smoothing and a delayed actor it is TD3's (Fujimoto et al., 2018).
 //!
-//! [`ActorCritic`] holds an actor, a critic, their target copies and two Adam
-//! optimisers; [`ActorCritic::gradients`] computes both losses on a
+//! [`ActorCritic`] holds an actor, one or more critics, their target copies
+//! and Adam optimisers; [`ActorCritic::gradients`] computes the losses on a
 //! [`NetBatch`] already in network units (normalised inputs, actions in
 //! `[-1, 1]`), and [`ActorCritic::update`] averages them through a
 //! [`MeanReducer`] before the step, so workers stay bit-identical. What an
 //! algorithm adds on top — its buffer, its relabelling, its schedule — stays
 //! in that algorithm's file.
+//!
+//! TD3 is three settings of the same update (Stable-Baselines3 derives its
+//! DDPG from its TD3 the same way): [`ActorCriticConfig::critics`] = 2
+//! bootstraps from the smaller of the two target critics (clipped double
+//! Q); [`UpdateSettings::target_policy_noise`] adds clipped Gaussian noise
+//! to the target actor's action (target policy smoothing); and
+//! [`UpdateSettings::update_actor`] = false steps the critics only (the
+//! delayed policy update). One critic, no noise and an actor step every
+//! update is DDPG.
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -35,6 +44,9 @@ pub struct ActorCriticConfig {
     /// `H` of a critic bounded to `[−H, 0]` (the HAC authors' head; see
     /// [`shoal_rl_policy::CriticConfig::bound`]); absent: a linear head.
     pub value_bound: Option<f32>,
+    /// Critics, each with its target: 1 for DDPG and HAC, 2 for TD3's
+    /// clipped double Q (the target is the smallest target critic's value).
+    pub critics: usize,
 }
 
 /// The loss settings of one update.
@@ -49,6 +61,34 @@ pub struct UpdateSettings {
     /// Bootstrap from the target networks (DDPG); false: from the networks
     /// being trained, as the HAC authors' current code does.
     pub target_networks: bool,
+    /// Standard deviation of the Gaussian noise added to the target actor's
+    /// action at `s_{t+1}`, in `[-1, 1]` units (TD3's target policy
+    /// smoothing); 0: none. The standard normal draws come with the batch
+    /// ([`NetBatch::next_action_noise`]), so the caller's seeded generator
+    /// decides them.
+    pub target_policy_noise: f32,
+    /// The smoothing noise is clipped to ±this before it is added (the
+    /// noisy action is then clipped to `[-1, 1]`).
+    pub target_noise_clip: f32,
+    /// Whether this update steps the actor. TD3 steps the critics every
+    /// update and the actor every `policy_delay`-th; on the others the
+    /// gradient holds the critics' part only and the actor stays as it is.
+    pub update_actor: bool,
+}
+
+impl UpdateSettings {
+    /// DDPG's update: no smoothing noise, the actor stepped every time.
+    pub fn ddpg(gamma: f32, action_l2: f32, target_clip: Option<(f32, f32)>) -> Self {
+        UpdateSettings {
+            gamma,
+            action_l2,
+            target_clip,
+            target_networks: true,
+            target_policy_noise: 0.0,
+            target_noise_clip: 0.0,
+            update_actor: true,
+        }
+    }
 }
 
 /// A batch in network units: inputs already normalised, actions in `[-1, 1]`.
@@ -64,6 +104,10 @@ pub struct NetBatch {
     pub rewards: Vec<f32>,
     /// Whether `s_{t+1}` ends the episode (no bootstrap), `[n]`.
     pub terminals: Vec<bool>,
+    /// Standard normal draws for the actions at `s_{t+1}`, `[n, act_dim]`:
+    /// TD3's smoothing noise before it is scaled and clipped. Empty when
+    /// [`UpdateSettings::target_policy_noise`] is 0.
+    pub next_action_noise: Vec<f32>,
 }
 
 /// What one update measured.
@@ -71,9 +115,10 @@ pub struct NetBatch {
 pub struct UpdateStats {
     /// Mean squared TD error of the critic.
     pub critic_loss: f64,
-    /// Actor loss: −mean Q(s, π(s)) + action L2 penalty.
-    pub actor_loss: f64,
-    /// Mean Q(s, a) over the batch.
+    /// Actor loss: −mean Q(s, π(s)) + action L2 penalty; `None` when the
+    /// update left the actor alone (TD3's delay).
+    pub actor_loss: Option<f64>,
+    /// Mean Q(s, a) of the first critic over the batch.
     pub q_mean: f64,
 }
 
@@ -83,25 +128,41 @@ pub struct UpdateStats {
 pub(crate) struct UpdateTally {
     /// Updates summed.
     pub(crate) updates: usize,
-    sums: UpdateStats,
+    /// Updates that stepped the actor (fewer under TD3's delay).
+    actor_updates: usize,
+    critic_loss: f64,
+    actor_loss: f64,
+    q_mean: f64,
+}
+
+/// Means of a stretch of [`UpdateStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct UpdateMeans {
+    pub(crate) critic_loss: f64,
+    /// Over the updates that stepped the actor.
+    pub(crate) actor_loss: f64,
+    pub(crate) q_mean: f64,
 }
 
 impl UpdateTally {
     /// Adds one update's statistics.
     pub(crate) fn add(&mut self, stats: UpdateStats) {
         self.updates += 1;
-        self.sums.critic_loss += stats.critic_loss;
-        self.sums.actor_loss += stats.actor_loss;
-        self.sums.q_mean += stats.q_mean;
+        self.critic_loss += stats.critic_loss;
+        self.q_mean += stats.q_mean;
+        if let Some(actor_loss) = stats.actor_loss {
+            self.actor_updates += 1;
+            self.actor_loss += actor_loss;
+        }
     }
 
     /// The mean of each statistic (zeros before the first update).
-    pub(crate) fn means(&self) -> UpdateStats {
+    pub(crate) fn means(&self) -> UpdateMeans {
         let n = self.updates.max(1) as f64;
-        UpdateStats {
-            critic_loss: self.sums.critic_loss / n,
-            actor_loss: self.sums.actor_loss / n,
-            q_mean: self.sums.q_mean / n,
+        UpdateMeans {
+            critic_loss: self.critic_loss / n,
+            actor_loss: self.actor_loss / self.actor_updates.max(1) as f64,
+            q_mean: self.q_mean / n,
         }
     }
 }
@@ -109,16 +170,16 @@ impl UpdateTally {
 #[derive(Serialize, Deserialize)]
 struct ActorCriticState {
     actor: Vec<u8>,
-    critic: Vec<u8>,
+    critics: Vec<Vec<u8>>,
     target_actor: Vec<f32>,
-    target_critic: Vec<f32>,
+    target_critics: Vec<Vec<f32>>,
 }
 
-/// DDPG's four networks and two optimisers, and one gradient step on a batch.
+/// DDPG's (or TD3's) networks and optimisers, and one gradient step on a batch.
 ///
 /// Kept apart from the agent so other algorithms (HAC levels, agents sharing
 /// models) can reuse it. Parameters and gradients are flat vectors ordered
-/// actor ‖ critic.
+/// actor ‖ critic 1 ‖ critic 2 ‖ …
 #[derive(Clone)]
 pub struct ActorCritic {
     input_dim: usize,
@@ -128,9 +189,9 @@ pub struct ActorCritic {
     /// The same device without autodiff, for targets and acting.
     plain: Device,
     actor: Trained<Actor>,
-    critic: Trained<Critic>,
+    critics: Vec<Trained<Critic>>,
     target_actor: Actor,
-    target_critic: Critic,
+    target_critics: Vec<Critic>,
     /// Autodiff-free copy of the actor, refreshed after each step.
     acting: Actor,
     /// Whether a gradient step has been taken (targets are then state, not copies).
@@ -139,25 +200,34 @@ pub struct ActorCritic {
 
 impl ActorCritic {
     /// Networks initialised from `seed`; the targets start as copies.
+    /// Critic `i` is drawn from stream `2 + i`, so the first critic is the
+    /// same whether there are one or two.
     pub fn new(config: &ActorCriticConfig, seed: u64) -> Self {
         let device = training_device();
         let actor = ActorConfig::new(config.input_dim, config.act_dim)
             .with_hidden(config.hidden.clone())
             .init(derive_seed(seed, 1), &device);
-        let critic = CriticConfig::new(config.input_dim, config.act_dim)
-            .with_hidden(config.hidden.clone())
-            .with_bound(config.value_bound)
-            .init(derive_seed(seed, 2), &device);
+        let critics: Vec<Critic> = (0..config.critics.max(1) as u64)
+            .map(|i| {
+                CriticConfig::new(config.input_dim, config.act_dim)
+                    .with_hidden(config.hidden.clone())
+                    .with_bound(config.value_bound)
+                    .init(derive_seed(seed, 2 + i), &device)
+            })
+            .collect();
         ActorCritic {
             input_dim: config.input_dim,
             act_dim: config.act_dim,
             plain: device.clone().inner(),
             device,
             target_actor: actor.valid(),
-            target_critic: critic.valid(),
+            target_critics: critics.iter().map(Module::valid).collect(),
             acting: actor.valid(),
             actor: Trained::adam(actor, config.actor_lr, config.max_grad_norm),
-            critic: Trained::adam(critic, config.critic_lr, config.max_grad_norm),
+            critics: critics
+                .into_iter()
+                .map(|c| Trained::adam(c, config.critic_lr, config.max_grad_norm))
+                .collect(),
             stepped: false,
         }
     }
@@ -177,28 +247,35 @@ impl ActorCritic {
         &self.plain
     }
 
-    /// Q values of the trained critic for row-major inputs and actions.
+    /// Q values of the first trained critic for row-major inputs and actions.
     pub fn q_values(&self, inputs: &[f32], actions: &[f32]) -> Vec<f32> {
-        self.critic
+        self.critics[0]
             .module
             .valid()
             .q_values(inputs, actions, &self.plain)
     }
 
-    fn check_batch(&self, batch: &NetBatch) -> Result<usize> {
+    fn check_batch(&self, batch: &NetBatch, settings: &UpdateSettings) -> Result<usize> {
         let n = batch.rewards.len();
+        let noise = if settings.target_policy_noise > 0.0 {
+            n * self.act_dim
+        } else {
+            0
+        };
         let ok = n > 0
             && batch.terminals.len() == n
             && batch.inputs.len() == n * self.input_dim
             && batch.next_inputs.len() == n * self.input_dim
-            && batch.actions.len() == n * self.act_dim;
+            && batch.actions.len() == n * self.act_dim
+            && batch.next_action_noise.len() == noise;
         if !ok {
             return Err(Error::Shape(format!(
-                "update batch of {n} rewards has {} inputs, {} next inputs, {} actions \
-                 (input {} and action {} wide)",
+                "update batch of {n} rewards has {} inputs, {} next inputs, {} actions, {} \
+                 next-action noise values (input {} and action {} wide)",
                 batch.inputs.len(),
                 batch.next_inputs.len(),
                 batch.actions.len(),
+                batch.next_action_noise.len(),
                 self.input_dim,
                 self.act_dim
             )));
@@ -206,28 +283,61 @@ impl ActorCritic {
         Ok(n)
     }
 
-    /// Gradients of both losses at the current parameters, flat as
-    /// actor ‖ critic (the actor's gradient uses the critic before its step,
-    /// as baselines does).
+    /// The target actor's actions at `s_{t+1}` (the trained actor's
+    /// without target networks), with TD3's clipped smoothing noise.
+    fn next_actions(
+        &self,
+        next: Tensor<2>,
+        batch: &NetBatch,
+        settings: &UpdateSettings,
+    ) -> Tensor<2> {
+        let actor = if settings.target_networks {
+            &self.target_actor
+        } else {
+            &self.acting
+        };
+        let actions = actor.forward(next);
+        if settings.target_policy_noise <= 0.0 {
+            return actions;
+        }
+        let (std, clip) = (settings.target_policy_noise, settings.target_noise_clip);
+        let noise: Vec<f32> = batch
+            .next_action_noise
+            .iter()
+            .map(|e| (std * e).clamp(-clip, clip))
+            .collect();
+        let noise = rows_to_tensor(&noise, self.act_dim, &self.plain);
+        (actions + noise).clamp(-1.0, 1.0)
+    }
+
+    /// Gradients of the losses at the current parameters, flat as
+    /// actor ‖ critic 1 ‖ critic 2 ‖ … (without the actor's part when
+    /// `settings.update_actor` is false). The actor's gradient uses the
+    /// critics before their step, as baselines does.
     pub fn gradients(
         &self,
         batch: &NetBatch,
         settings: &UpdateSettings,
     ) -> Result<(Vec<f32>, UpdateStats)> {
-        let n = self.check_batch(batch)?;
+        let n = self.check_batch(batch, settings)?;
 
-        // ---- critic target y = r + γ·(1 − done)·Q'(s', π'(s')), clipped ----
-        // Computed on the plain device: no gradient flows into the targets.
-        // Without target networks Q' and π' are the networks being trained.
+        // ---- critic target y = r + γ·(1 − done)·min_i Q'_i(s', ã'), clipped ----
+        // ã' = π'(s') (+ clipped noise). Computed on the plain device: no
+        // gradient flows into the targets. Without target networks Q' and
+        // π' are the networks being trained.
         let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
-        let next_q = if settings.target_networks {
-            self.target_critic
-                .forward(next.clone(), self.target_actor.forward(next))
-        } else {
-            let critic = self.critic.module.valid();
-            critic.forward(next.clone(), self.acting.forward(next))
-        };
-        let next_q: Vec<f32> = next_q.into_data().try_to_vec().expect("f32 tensor");
+        let next_actions = self.next_actions(next.clone(), batch, settings);
+        let mut next_q = vec![f32::INFINITY; n];
+        for i in 0..self.critics.len() {
+            let q = if settings.target_networks {
+                self.target_critics[i].forward(next.clone(), next_actions.clone())
+            } else {
+                let critic = self.critics[i].module.valid();
+                critic.forward(next.clone(), next_actions.clone())
+            };
+            let q: Vec<f32> = q.into_data().try_to_vec().expect("f32 tensor");
+            next_q.iter_mut().zip(q).for_each(|(m, q)| *m = m.min(q));
+        }
         let targets: Vec<f32> = (0..n)
             .map(|i| {
                 let bootstrap = if batch.terminals[i] {
@@ -243,55 +353,103 @@ impl ActorCritic {
             .collect();
         let targets = Tensor::<2>::from_data(TensorData::new(targets, [n, 1]), &self.device);
 
-        // ---- critic: regress Q(s, a) on y ----
+        // ---- critics: each regresses Q_i(s, a) on y ----
+        // Their losses are summed for one backward pass; each critic's
+        // parameters get the gradient of its own mean squared error.
         let inputs = rows_to_tensor(&batch.inputs, self.input_dim, &self.device);
         let actions = rows_to_tensor(&batch.actions, self.act_dim, &self.device);
-        let q = self.critic.module.forward(inputs.clone(), actions);
-        let q_mean = q.clone().mean().into_scalar::<f32>() as f64;
-        let error = q - targets;
-        let critic_loss = (error.clone() * error).mean();
-        let critic_loss_value = critic_loss.clone().into_scalar::<f32>() as f64;
-        let critic_grads = self.critic.take_grads(&mut critic_loss.backward());
+        let mut q_mean = 0.0;
+        let mut critic_losses = Vec::with_capacity(self.critics.len());
+        for (i, critic) in self.critics.iter().enumerate() {
+            let q = critic.module.forward(inputs.clone(), actions.clone());
+            if i == 0 {
+                q_mean = q.clone().mean().into_scalar::<f32>() as f64;
+            }
+            let error = q - targets.clone();
+            critic_losses.push((error.clone() * error).mean());
+        }
+        let critic_loss = critic_losses
+            .into_iter()
+            .reduce(|a, b| a + b)
+            .expect("at least one critic");
+        let critic_loss_value =
+            critic_loss.clone().into_scalar::<f32>() as f64 / self.critics.len() as f64;
+        let mut backward = critic_loss.backward();
+        let mut critic_grads = Vec::new();
+        for critic in &self.critics {
+            critic_grads.extend(critic.take_grads(&mut backward));
+        }
 
-        // ---- actor: maximise Q(s, π(s)), penalise large actions ----
+        // ---- actor: maximise Q_1(s, π(s)), penalise large actions ----
         // The critic's weights take no gradient here (`no_grad`), which skips
         // their backward matmuls; the gradient still flows through to π.
-        let pi = self.actor.module.forward(inputs.clone());
-        let q_pi = self
-            .critic
-            .module
-            .clone()
-            .no_grad()
-            .forward(inputs, pi.clone());
-        let actor_loss = q_pi.mean().neg() + pi.square().mean().mul_scalar(settings.action_l2);
-        let actor_loss_value = actor_loss.clone().into_scalar::<f32>() as f64;
-        let mut grads = self.actor.take_grads(&mut actor_loss.backward());
+        let (mut grads, actor_loss) = if settings.update_actor {
+            let pi = self.actor.module.forward(inputs.clone());
+            let q_pi = self.critics[0]
+                .module
+                .clone()
+                .no_grad()
+                .forward(inputs, pi.clone());
+            let actor_loss = q_pi.mean().neg() + pi.square().mean().mul_scalar(settings.action_l2);
+            let actor_loss_value = actor_loss.clone().into_scalar::<f32>() as f64;
+            let grads = self.actor.take_grads(&mut actor_loss.backward());
+            (grads, Some(actor_loss_value))
+        } else {
+            (Vec::new(), None)
+        };
 
         grads.extend(critic_grads);
         let stats = UpdateStats {
             critic_loss: critic_loss_value,
-            actor_loss: actor_loss_value,
+            actor_loss,
             q_mean,
         };
         Ok((grads, stats))
     }
 
-    /// One Adam step of both networks from a flat actor ‖ critic gradient.
-    pub fn apply(&mut self, grads: &mut [f32]) -> Result<()> {
-        let split = self.actor.module.num_params();
-        if grads.len() != split + self.critic.module.num_params() {
+    /// Parameter counts: the actor's, then each critic's.
+    pub(crate) fn sizes(&self) -> Vec<usize> {
+        let mut sizes = vec![self.actor.module.num_params()];
+        sizes.extend(self.critics.iter().map(|c| c.module.num_params()));
+        sizes
+    }
+
+    /// One Adam step from a flat actor ‖ critics gradient (critics only
+    /// when `settings.update_actor` is false, as
+    /// [`ActorCritic::gradients`] made it).
+    pub fn apply(&mut self, grads: &mut [f32], settings: &UpdateSettings) -> Result<()> {
+        let sizes = self.sizes();
+        let parts = if settings.update_actor {
+            &sizes[..]
+        } else {
+            &sizes[1..]
+        };
+        let expected: usize = parts.iter().sum();
+        if grads.len() != expected {
+            let networks = if settings.update_actor {
+                "actor and critics"
+            } else {
+                "critics"
+            };
             return Err(Error::Shape(format!(
-                "gradient has {} values, actor and critic have {}",
+                "gradient has {} values, {networks} have {expected}",
                 grads.len(),
-                split + self.critic.module.num_params()
             )));
         }
-        let (actor_part, critic_part) = grads.split_at_mut(split);
-        let (mut actor, mut critic) = (self.actor.clone(), self.critic.clone());
-        actor.step(actor_part)?;
-        critic.step(critic_part)?;
+        let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
+        let mut rest = grads;
+        if settings.update_actor {
+            let (part, tail) = rest.split_at_mut(sizes[0]);
+            actor.step(part)?;
+            rest = tail;
+        }
+        for (critic, &size) in critics.iter_mut().zip(&sizes[1..]) {
+            let (part, tail) = rest.split_at_mut(size);
+            critic.step(part)?;
+            rest = tail;
+        }
         self.actor = actor;
-        self.critic = critic;
+        self.critics = critics;
         self.acting = self.actor.module.valid();
         self.stepped = true;
         Ok(())
@@ -306,7 +464,7 @@ impl ActorCritic {
     ) -> Result<UpdateStats> {
         let (mut grads, stats) = self.gradients(batch, settings)?;
         reducer.mean(&mut grads)?;
-        self.apply(&mut grads)?;
+        self.apply(&mut grads, settings)?;
         Ok(stats)
     }
 
@@ -321,47 +479,58 @@ impl ActorCritic {
                 .collect()
         };
         let actor = blend(flatten(&self.target_actor), self.actor.parameters());
-        let critic = blend(flatten(&self.target_critic), self.critic.parameters());
-        self.target_actor = unflatten(self.target_actor.clone(), &actor)?;
-        self.target_critic = unflatten(self.target_critic.clone(), &critic)?;
+        let target_actor = unflatten(self.target_actor.clone(), &actor)?;
+        let target_critics = self
+            .target_critics
+            .iter()
+            .zip(&self.critics)
+            .map(|(target, critic)| {
+                let blended = blend(flatten(target), critic.parameters());
+                unflatten(target.clone(), &blended)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.target_actor = target_actor;
+        self.target_critics = target_critics;
         Ok(())
     }
 
-    /// Actor ‖ critic parameters.
+    /// Actor ‖ critic 1 ‖ critic 2 ‖ … parameters.
     pub fn parameters(&self) -> Vec<f32> {
         let mut flat = self.actor.parameters();
-        flat.extend(self.critic.parameters());
+        for critic in &self.critics {
+            flat.extend(critic.parameters());
+        }
         flat
     }
 
-    /// Target actor ‖ target critic parameters (tests compare them).
+    /// Target actor ‖ target critics parameters (tests compare them).
     #[cfg(test)]
     pub(crate) fn target_parameters(&self) -> Vec<f32> {
         let mut flat = flatten(&self.target_actor);
-        flat.extend(flatten(&self.target_critic));
+        for critic in &self.target_critics {
+            flat.extend(flatten(critic));
+        }
         flat
     }
 
-    /// Overwrites actor ‖ critic parameters. Before the first gradient step
+    /// Overwrites actor ‖ critics parameters. Before the first gradient step
     /// the targets are reset to copies too (as at initialisation), so a
     /// fresh agent given another worker's parameters matches it exactly;
     /// afterwards targets are training state that only
     /// [`ActorCritic::load_state`] replaces.
     pub fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        let sizes = [
-            self.actor.module.num_params(),
-            self.critic.module.num_params(),
-        ];
-        let parts = split_parameters(params, &sizes, "actor and critic")?;
-        let (mut actor, mut critic) = (self.actor.clone(), self.critic.clone());
+        let parts = split_parameters(params, &self.sizes(), "actor and critics")?;
+        let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
         actor.set_parameters(parts[0])?;
-        critic.set_parameters(parts[1])?;
+        for (critic, part) in critics.iter_mut().zip(&parts[1..]) {
+            critic.set_parameters(part)?;
+        }
         self.actor = actor;
-        self.critic = critic;
+        self.critics = critics;
         self.acting = self.actor.module.valid();
         if !self.stepped {
             self.target_actor = self.actor.module.valid();
-            self.target_critic = self.critic.module.valid();
+            self.target_critics = self.critics.iter().map(|c| c.module.valid()).collect();
         }
         Ok(())
     }
@@ -370,9 +539,9 @@ impl ActorCritic {
     pub fn save_state(&self) -> Vec<u8> {
         postcard::to_stdvec(&ActorCriticState {
             actor: self.actor.save_state(),
-            critic: self.critic.save_state(),
+            critics: self.critics.iter().map(Trained::save_state).collect(),
             target_actor: flatten(&self.target_actor),
-            target_critic: flatten(&self.target_critic),
+            target_critics: self.target_critics.iter().map(flatten).collect(),
         })
         .expect("serialising plain vectors cannot fail")
     }
@@ -381,15 +550,31 @@ impl ActorCritic {
     pub fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
         let state: ActorCriticState = postcard::from_bytes(bytes)
             .map_err(|e| Error::Shape(format!("actor-critic state is unreadable: {e}")))?;
-        let (mut actor, mut critic) = (self.actor.clone(), self.critic.clone());
+        if state.critics.len() != self.critics.len()
+            || state.target_critics.len() != self.critics.len()
+        {
+            return Err(Error::Shape(format!(
+                "actor-critic state has {} critics, these networks {}",
+                state.critics.len(),
+                self.critics.len()
+            )));
+        }
+        let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
         actor.load_state(&state.actor)?;
-        critic.load_state(&state.critic)?;
+        for (critic, bytes) in critics.iter_mut().zip(&state.critics) {
+            critic.load_state(bytes)?;
+        }
         let target_actor = unflatten(self.target_actor.clone(), &state.target_actor)?;
-        let target_critic = unflatten(self.target_critic.clone(), &state.target_critic)?;
+        let target_critics = self
+            .target_critics
+            .iter()
+            .zip(&state.target_critics)
+            .map(|(target, flat)| unflatten(target.clone(), flat))
+            .collect::<Result<Vec<_>>>()?;
         self.actor = actor;
-        self.critic = critic;
+        self.critics = critics;
         self.target_actor = target_actor;
-        self.target_critic = target_critic;
+        self.target_critics = target_critics;
         self.acting = self.actor.module.valid();
         self.stepped = true;
         Ok(())
@@ -412,6 +597,7 @@ mod tests {
             critic_lr: 1e-3,
             max_grad_norm: None,
             value_bound: None,
+            critics: 1,
         };
         ActorCritic::new(&config, seed)
     }
@@ -433,24 +619,32 @@ mod tests {
         b2[0] + (0..hidden).map(|j| h[j] * w2[j]).sum::<f64>()
     }
 
-    /// DDPG's two losses (Lillicrap et al.; baselines' HER) in f64, written
-    /// from the paper: y = clip(r + γ(1 − d)·Q'(s', μ'(s'))) with the target
-    /// networks, critic loss mean (Q(s, a) − y)², actor loss
-    /// −mean Q(s, μ(s)) + λ·mean μ(s)². `online` and `target` are actor ‖
-    /// critic for input 2, action 1, hidden [3]. With `bound` = H the
-    /// critic is the HAC authors' −H·sigmoid(z − ln(H/0.067 − 1)) (their
-    /// `critic.py`).
+    /// Parameters of the oracle's actor (input 2, hidden [3], action 1).
+    const ACTOR64: usize = 2 * 3 + 3 + 3 + 1;
+    /// Parameters of each of the oracle's critics (input 2 + action 1, hidden [3]).
+    const CRITIC64: usize = 3 * 3 + 3 + 3 + 1;
+
+    /// DDPG's losses (Lillicrap et al.; baselines' HER) and TD3's
+    /// (Fujimoto et al. 2018, Algorithm 1) in f64, written from the
+    /// papers: ã' = clip(μ'(s') + clip(σε, −c, c), −1, 1),
+    /// y = clip(r + γ(1 − d)·min_j Q'_j(s', ã')), critic j's loss
+    /// mean (Q_j(s, a) − y)², actor loss −mean Q_1(s, μ(s)) + λ·mean μ(s)².
+    /// `online` and `target` are actor ‖ critic 1 ‖ … for input 2, action 1,
+    /// hidden [3]; `critics` of them. With `bound` = H each critic is the
+    /// HAC authors' −H·sigmoid(z − ln(H/0.067 − 1)) (their `critic.py`).
+    /// Returns each critic's loss and the actor's.
     fn losses64(
         online: &[f64],
         target: &[f64],
         batch: &NetBatch,
         s: &UpdateSettings,
         bound: Option<f64>,
-    ) -> (f64, f64) {
-        const ACTOR: usize = 2 * 3 + 3 + 3 + 1;
-        let actor = |p: &[f64], x: &[f64]| mlp64(&p[..ACTOR], [2, 3, 1], x).tanh();
-        let critic = |p: &[f64], x: &[f64], a: f64| {
-            let z = mlp64(&p[ACTOR..], [3, 3, 1], &[x[0], x[1], a]);
+        critics: usize,
+    ) -> (Vec<f64>, f64) {
+        let actor = |p: &[f64], x: &[f64]| mlp64(&p[..ACTOR64], [2, 3, 1], x).tanh();
+        let critic = |p: &[f64], j: usize, x: &[f64], a: f64| {
+            let params = &p[ACTOR64 + j * CRITIC64..ACTOR64 + (j + 1) * CRITIC64];
+            let z = mlp64(params, [3, 3, 1], &[x[0], x[1], a]);
             match bound {
                 Some(h) => -h / (1.0 + (-(z - (h / 0.067 - 1.0).ln())).exp()),
                 None => z,
@@ -458,44 +652,62 @@ mod tests {
         };
         let row = |v: &[f32], i: usize| [v[2 * i] as f64, v[2 * i + 1] as f64];
         let n = batch.rewards.len();
-        let (mut critic_loss, mut actor_loss) = (0.0, 0.0);
+        let (mut critic_losses, mut actor_loss) = (vec![0.0; critics], 0.0);
         for i in 0..n {
             let (x, next) = (row(&batch.inputs, i), row(&batch.next_inputs, i));
+            let mut next_action = actor(target, &next);
+            if s.target_policy_noise > 0.0 {
+                let (sigma, c) = (s.target_policy_noise as f64, s.target_noise_clip as f64);
+                let epsilon = (sigma * batch.next_action_noise[i] as f64).clamp(-c, c);
+                next_action = (next_action + epsilon).clamp(-1.0, 1.0);
+            }
+            let next_q = (0..critics)
+                .map(|j| critic(target, j, &next, next_action))
+                .fold(f64::INFINITY, f64::min);
             let bootstrap = if batch.terminals[i] {
                 0.0
             } else {
-                s.gamma as f64 * critic(target, &next, actor(target, &next))
+                s.gamma as f64 * next_q
             };
             let mut y = batch.rewards[i] as f64 + bootstrap;
             if let Some((low, high)) = s.target_clip {
                 y = y.clamp(low as f64, high as f64);
             }
-            critic_loss += (critic(online, &x, batch.actions[i] as f64) - y).powi(2) / n as f64;
+            for (j, loss) in critic_losses.iter_mut().enumerate() {
+                *loss += (critic(online, j, &x, batch.actions[i] as f64) - y).powi(2) / n as f64;
+            }
             let mu = actor(online, &x);
-            actor_loss += (-critic(online, &x, mu) + s.action_l2 as f64 * mu * mu) / n as f64;
+            actor_loss += (-critic(online, 0, &x, mu) + s.action_l2 as f64 * mu * mu) / n as f64;
         }
-        (critic_loss, actor_loss)
+        (critic_losses, actor_loss)
     }
 
     #[test]
     fn losses_and_gradients_match_the_paper_in_f64_with_distinct_target_networks() {
-        check_against_f64(None, true);
+        check_against_f64(None, true, 1, 0.0);
     }
 
     #[test]
     fn without_target_networks_the_bounded_critic_bootstraps_from_itself_in_f64() {
-        check_against_f64(Some(10.0), false);
+        check_against_f64(Some(10.0), false, 1, 0.0);
     }
 
     #[test]
     fn without_target_networks_a_linear_critic_bootstraps_from_itself_in_f64() {
-        check_against_f64(None, false);
+        check_against_f64(None, false, 1, 0.0);
     }
 
-    /// Losses and gradients of networks whose targets differ from them,
-    /// against [`losses64`]; without target networks the oracle bootstraps
-    /// from the online parameters (held fixed: no gradient flows into y).
-    fn check_against_f64(bound: Option<f32>, target_networks: bool) {
+    #[test]
+    fn td3_clipped_double_q_target_with_smoothing_noise_matches_the_paper_in_f64() {
+        check_against_f64(None, true, 2, 0.6);
+    }
+
+    /// Networks with `critics` critics whose targets differ from them, the
+    /// losses and gradients against [`losses64`]; without target networks
+    /// the oracle bootstraps from the online parameters (held fixed: no
+    /// gradient flows into y). `noise` is TD3's smoothing σ (0: none), with
+    /// a clip of 0.5 that the draws below exceed in both directions.
+    fn check_against_f64(bound: Option<f32>, target_networks: bool, critics: usize, noise: f32) {
         let config = ActorCriticConfig {
             input_dim: 2,
             act_dim: 1,
@@ -504,12 +716,17 @@ mod tests {
             critic_lr: 1e-3,
             max_grad_norm: None,
             value_bound: bound,
+            critics,
         };
         let mut networks = ActorCritic::new(&config, 11);
         let target: Vec<f32> = networks.parameters();
+        assert_eq!(target.len(), ACTOR64 + critics * CRITIC64);
         // A zero step marks the networks trained (Adam moves nothing on a
         // zero gradient), so new parameters leave the targets where they are.
-        networks.apply(&mut vec![0.0; target.len()]).unwrap();
+        let every = UpdateSettings::ddpg(0.9, 0.0, None);
+        networks
+            .apply(&mut vec![0.0; target.len()], &every)
+            .unwrap();
         let online: Vec<f32> = target
             .iter()
             .enumerate()
@@ -526,12 +743,20 @@ mod tests {
             actions: vec![0.3, -0.8, 0.6],
             rewards: vec![-1.0, 0.0, 1.5],
             terminals: vec![false, true, false],
+            next_action_noise: if noise > 0.0 {
+                vec![1.3, -0.4, -2.5]
+            } else {
+                Vec::new()
+            },
         };
         let settings = UpdateSettings {
             gamma: 0.9,
             action_l2: 0.7,
             target_clip: Some((-10.0, 0.0)),
             target_networks,
+            target_policy_noise: noise,
+            target_noise_clip: 0.5,
+            update_actor: true,
         };
         let (grads, stats) = networks.gradients(&batch, &settings).unwrap();
 
@@ -541,29 +766,34 @@ mod tests {
             false => online64.clone(),
         };
         let bound64 = bound.map(f64::from);
-        let (critic_loss, actor_loss) = losses64(&online64, &target64, &batch, &settings, bound64);
+        let oracle =
+            |online: &[f64]| losses64(online, &target64, &batch, &settings, bound64, critics);
+        let (critic_losses, actor_loss) = oracle(&online64);
+        let critic_loss = critic_losses.iter().sum::<f64>() / critics as f64;
         assert!(
             (stats.critic_loss - critic_loss).abs() < 1e-5,
             "{} vs {critic_loss}",
             stats.critic_loss
         );
+        let reported = stats.actor_loss.unwrap();
         assert!(
-            (stats.actor_loss - actor_loss).abs() < 1e-5,
-            "{} vs {actor_loss}",
-            stats.actor_loss
+            (reported - actor_loss).abs() < 1e-5,
+            "{reported} vs {actor_loss}"
         );
 
         // Each network's gradient is that of its own loss: central finite
-        // differences of the f64 losses, the actor's through the critic
-        // (whose weights take no gradient from the actor loss).
-        let actor_params = 2 * 3 + 3 + 3 + 1;
+        // differences of the f64 losses, the actor's through the first
+        // critic (whose weights take no gradient from the actor loss).
         for (k, &g) in grads.iter().enumerate() {
             let h = 1e-6;
             let at = |delta: f64| {
                 let mut p = online64.clone();
                 p[k] += delta;
-                let (critic, actor) = losses64(&p, &target64, &batch, &settings, bound64);
-                if k < actor_params { actor } else { critic }
+                let (critic_losses, actor) = oracle(&p);
+                match k.checked_sub(ACTOR64) {
+                    None => actor,
+                    Some(c) => critic_losses[c / CRITIC64],
+                }
             };
             let expected = (at(h) - at(-h)) / (2.0 * h);
             assert!(
@@ -571,6 +801,120 @@ mod tests {
                 "parameter {k}: gradient {g} against {expected}"
             );
         }
+    }
+
+    #[test]
+    fn a_delayed_update_steps_the_critics_and_leaves_the_actor_and_targets() {
+        let config = ActorCriticConfig {
+            critics: 2,
+            ..ActorCriticConfig {
+                input_dim: 3,
+                act_dim: 2,
+                hidden: vec![8],
+                actor_lr: 1e-3,
+                critic_lr: 1e-3,
+                max_grad_norm: None,
+                value_bound: None,
+                critics: 1,
+            }
+        };
+        let mut networks = ActorCritic::new(&config, 4);
+        let batch = NetBatch {
+            inputs: vec![0.1, 0.2, 0.3, -0.4, 0.5, 0.0],
+            next_inputs: vec![0.2, 0.2, 0.2, 0.1, -0.1, 0.3],
+            actions: vec![0.5, -0.5, 0.9, 0.1],
+            rewards: vec![-1.0, 0.0],
+            terminals: vec![false, false],
+            next_action_noise: vec![0.3, -1.2, 2.0, 0.1],
+        };
+        let delayed = UpdateSettings {
+            target_policy_noise: 0.2,
+            target_noise_clip: 0.5,
+            update_actor: false,
+            ..UpdateSettings::ddpg(0.98, 1.0, None)
+        };
+        let actor_params = networks.sizes()[0];
+        let (before, targets) = (networks.parameters(), networks.target_parameters());
+        let (grads, stats) = networks.gradients(&batch, &delayed).unwrap();
+        assert_eq!(grads.len(), before.len() - actor_params, "critics only");
+        assert_eq!(stats.actor_loss, None);
+        networks.update(&batch, &delayed, &mut Alone).unwrap();
+        let after = networks.parameters();
+        assert!(
+            after[..actor_params] == before[..actor_params],
+            "actor kept"
+        );
+        let moved = |range: std::ops::Range<usize>| after[range.clone()] != before[range];
+        let critic = networks.sizes()[1];
+        assert!(
+            moved(actor_params..actor_params + critic),
+            "critic 1 stepped"
+        );
+        assert!(
+            moved(actor_params + critic..before.len()),
+            "critic 2 stepped"
+        );
+        assert!(networks.target_parameters() == targets, "targets kept");
+
+        // The actor's update steps it too, from the gradient of both parts.
+        let stepping = UpdateSettings {
+            update_actor: true,
+            ..delayed
+        };
+        let stats = networks.update(&batch, &stepping, &mut Alone).unwrap();
+        assert!(stats.actor_loss.is_some_and(f64::is_finite));
+        assert!(networks.parameters()[..actor_params] != before[..actor_params]);
+        // A critics-only gradient is refused where the actor's is expected.
+        let mut short = vec![0.0; before.len() - actor_params];
+        assert!(matches!(
+            networks.apply(&mut short, &stepping),
+            Err(Error::Shape(m)) if m.starts_with("gradient has ")
+        ));
+    }
+
+    #[test]
+    fn two_critics_save_and_load_exactly_and_one_critic_state_is_refused() {
+        let two = |seed| {
+            ActorCritic::new(
+                &ActorCriticConfig {
+                    input_dim: 3,
+                    act_dim: 2,
+                    hidden: vec![8],
+                    actor_lr: 1e-3,
+                    critic_lr: 1e-3,
+                    max_grad_norm: None,
+                    value_bound: None,
+                    critics: 2,
+                },
+                seed,
+            )
+        };
+        let mut trained = two(1);
+        let batch = NetBatch {
+            inputs: vec![0.1, 0.2, 0.3],
+            next_inputs: vec![0.2, 0.2, 0.2],
+            actions: vec![0.5, -0.5],
+            rewards: vec![-1.0],
+            terminals: vec![false],
+            next_action_noise: Vec::new(),
+        };
+        let settings = UpdateSettings::ddpg(0.9, 1.0, None);
+        trained.update(&batch, &settings, &mut Alone).unwrap();
+        trained.update_targets(0.5).unwrap();
+        let mut copy = two(2);
+        copy.load_state(&trained.save_state()).unwrap();
+        assert!(copy.parameters() == trained.parameters());
+        assert!(copy.target_parameters() == trained.target_parameters());
+        // The same next step: Adam's moments came along.
+        trained.update(&batch, &settings, &mut Alone).unwrap();
+        copy.update(&batch, &settings, &mut Alone).unwrap();
+        assert!(copy.parameters() == trained.parameters());
+
+        let mut one = tiny_networks();
+        assert!(matches!(
+            one.load_state(&trained.save_state()),
+            Err(Error::Shape(m)) if m == "actor-critic state has 2 critics, these networks 1"
+        ));
     }
 
     #[test]
@@ -583,15 +927,11 @@ mod tests {
             actions: vec![0.5, -0.5, 0.0, 1.0],
             rewards: vec![5.0, 5.0],
             terminals: vec![true, true],
+            next_action_noise: Vec::new(),
         };
         let q = networks.q_values(&batch.inputs, &batch.actions);
         let mean_sq = |y: f32| q.iter().map(|v| ((v - y) as f64).powi(2)).sum::<f64>() / 2.0;
-        let clipped = UpdateSettings {
-            gamma: 0.5,
-            action_l2: 1.0,
-            target_clip: Some((-2.0, 0.0)),
-            target_networks: true,
-        };
+        let clipped = UpdateSettings::ddpg(0.5, 1.0, Some((-2.0, 0.0)));
         let (_, stats) = networks.gradients(&batch, &clipped).unwrap();
         assert!((stats.critic_loss - mean_sq(0.0)).abs() < 1e-5);
         let unclipped = UpdateSettings {
@@ -611,13 +951,9 @@ mod tests {
             actions: vec![0.5, -0.5],
             rewards: vec![-1.0],
             terminals: vec![false],
+            next_action_noise: Vec::new(),
         };
-        let settings = UpdateSettings {
-            gamma: 0.9,
-            action_l2: 1.0,
-            target_clip: None,
-            target_networks: true,
-        };
+        let settings = UpdateSettings::ddpg(0.9, 1.0, None);
         networks.update(&batch, &settings, &mut Alone).unwrap();
         let targets = |n: &ActorCritic| n.target_parameters();
         let before = targets(&networks);
@@ -639,19 +975,14 @@ mod tests {
             rewards: vec![0.0],
             ..NetBatch::default()
         };
-        let settings = UpdateSettings {
-            gamma: 0.9,
-            action_l2: 1.0,
-            target_clip: None,
-            target_networks: true,
-        };
+        let settings = UpdateSettings::ddpg(0.9, 1.0, None);
         assert!(matches!(
             networks.update(&batch, &settings, &mut Alone),
             Err(Error::Shape(_))
         ));
         assert!(matches!(
-            networks.apply(&mut [0.0; 3]),
-            Err(Error::Shape(m)) if m.starts_with("gradient has 3 values, actor and critic have ")
+            networks.apply(&mut [0.0; 3], &settings),
+            Err(Error::Shape(m)) if m.starts_with("gradient has 3 values, actor and critics have ")
         ));
     }
 }

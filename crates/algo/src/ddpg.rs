@@ -1,4 +1,4 @@
-//! DDPG (Lillicrap et al., 2016) with hindsight experience replay (Andrychowicz et al., 2017), as in OpenAI baselines' `her`.
+//! DDPG (Lillicrap et al., 2016) with hindsight experience replay (Andrychowicz et al., 2017), as in OpenAI baselines' `her`; TD3 (Fujimoto et al., 2018) is the same agent with four settings changed.
 //!
 //! Read top to bottom: the config with baselines' defaults, the frozen
 //! policy ([`DdpgPolicy`]), then the agent: collecting an episode, storing
@@ -15,6 +15,19 @@
 //! move toward the trained ones by polyak averaging. `train_every = episode`
 //! runs such a round after every episode, `train_every = step` after every
 //! environment step (on the episodes stored so far).
+//!
+//! # TD3
+//!
+//! [`DdpgConfig::td3`] sets `n_critics = 2` (the critic target is the
+//! smaller target critic's value), `target_policy_noise = 0.2` clipped to
+//! `target_noise_clip = 0.5` (noise on the target actor's action) and
+//! `policy_delay = 2`: the critics step every update, the actor every
+//! second (counted over the whole run, so rounds of an odd `n_batches`
+//! alternate). The targets still move once per round, as DDPG's do here
+//! (baselines' schedule, where the TD3 paper moves them after every actor
+//! step by τ = 0.005): a round's target step already lags the networks
+//! by `n_batches` updates, and with `policy_delay = 1`, one critic and no
+//! noise the agent is exactly DDPG.
 //!
 //! # Reproducibility
 //!
@@ -37,6 +50,7 @@
 
 use burn::tensor::Device;
 use rand::RngExt;
+use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
@@ -115,6 +129,20 @@ pub struct DdpgConfig {
     /// Clip critic targets to `[−1/(1−γ), 0]`, the value range of a −1/0
     /// reward. Default true.
     pub clip_target: bool,
+    /// Critics, each with a target; the critic target is the smallest
+    /// target critic's value (TD3's clipped double Q learning, Fujimoto et
+    /// al. 2018: 2). Default 1 (DDPG).
+    pub n_critics: usize,
+    /// The critics step every update, the actor every `policy_delay`-th
+    /// (TD3's delayed policy update: 2). Default 1 (DDPG).
+    pub policy_delay: usize,
+    /// Standard deviation of the Gaussian noise added to the target actor's
+    /// action in the critic target, in `[-1, 1]` action units (TD3's target
+    /// policy smoothing: 0.2). Default 0 (DDPG: none).
+    pub target_policy_noise: f64,
+    /// The target smoothing noise is clipped to ±this, in `[-1, 1]` action
+    /// units (TD3: 0.5). Default 0.5.
+    pub target_noise_clip: f64,
     /// Source of hindsight goals. Default `future`.
     pub her_strategy: HerStrategy,
     /// Hindsight goals per real goal (relabel probability `k/(1+k)`). Default 4.
@@ -157,6 +185,10 @@ impl Default for DdpgConfig {
             norm_clip: 5.0,
             norm_eps: 0.01,
             clip_target: true,
+            n_critics: 1,
+            policy_delay: 1,
+            target_policy_noise: 0.0,
+            target_noise_clip: 0.5,
             her_strategy: HerStrategy::Future,
             her_k: 4,
             her_skip_static: false,
@@ -168,7 +200,31 @@ impl Default for DdpgConfig {
     }
 }
 
+/// Most critics [`DdpgConfig::n_critics`] accepts (TD3 uses 2; each is a
+/// network as large as the actor's).
+const MAX_CRITICS: usize = 10;
+
 impl DdpgConfig {
+    /// TD3 (Fujimoto et al., 2018) with HER: DDPG's settings with twin
+    /// critics, a policy delay of 2 and target smoothing noise 0.2 clipped
+    /// to ±0.5 (the paper's and Stable-Baselines3's `TD3` defaults).
+    ///
+    /// Everything else stays baselines' HER setting, `action_l2 = 1.0`
+    /// among them, where Stable-Baselines3's TD3 has none: on the goal
+    /// tasks the penalty keeps the tanh actor off its bounds, where its
+    /// gradient vanishes, and it is what the HER results shoal compares
+    /// against were trained with; TD3's changes are to the critic target
+    /// and the actor's schedule, not to the actor loss.
+    pub fn td3() -> Self {
+        DdpgConfig {
+            n_critics: 2,
+            policy_delay: 2,
+            target_policy_noise: 0.2,
+            target_noise_clip: 0.5,
+            ..DdpgConfig::default()
+        }
+    }
+
     /// Whether workers can average this config's gradients: not when it
     /// trains every step, since the workers' episodes differ in length and
     /// they would call the reducer unequally often.
@@ -204,6 +260,14 @@ impl DdpgConfig {
             check::MAX_BATCH,
         )?;
         check::count("ddpg", "n_batches", self.n_batches, check::MAX_BATCH)?;
+        check::count("ddpg", "n_critics", self.n_critics, MAX_CRITICS)?;
+        check::count("ddpg", "policy_delay", self.policy_delay, check::MAX_BATCH)?;
+        if !(self.target_policy_noise.is_finite() && self.target_policy_noise >= 0.0) {
+            return bad("target_policy_noise", "must be finite and non-negative");
+        }
+        if !(self.target_noise_clip.is_finite() && self.target_noise_clip >= 0.0) {
+            return bad("target_noise_clip", "must be finite and non-negative");
+        }
         if self.her_k > check::MAX_HER_K {
             return bad("her_k", "must be at most 64");
         }
@@ -308,8 +372,9 @@ const NOISE_STREAM: u64 = 3 << 40;
 const NORMALIZER_STREAM: u64 = 4 << 40;
 const ROUND_STREAM: u64 = 5 << 40;
 
-/// Bumped whenever [`DdpgState`]'s layout changes.
-const STATE_VERSION: u32 = 1;
+/// Bumped whenever [`DdpgState`]'s layout changes (2: the networks hold a
+/// list of critics, for TD3's two).
+const STATE_VERSION: u32 = 2;
 
 /// Everything [`Ddpg`] changes while training, except the replay buffer.
 #[derive(Serialize, Deserialize)]
@@ -391,6 +456,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 critic_lr: config.critic_lr,
                 max_grad_norm: config.max_grad_norm,
                 value_bound: None,
+                critics: config.n_critics,
             },
             seed,
         );
@@ -594,18 +660,31 @@ impl<E: GoalEnv> Ddpg<E> {
     // Training
     // ---------------------------------------------------------------------
 
+    /// The loss settings of the next update: its number (`self.updates`,
+    /// part of the state) decides whether it steps the actor, every
+    /// `policy_delay`-th as in Stable-Baselines3's TD3.
     fn settings(&self) -> UpdateSettings {
         let gamma = self.config.gamma as f32;
         UpdateSettings {
-            gamma,
-            action_l2: self.config.action_l2 as f32,
-            target_clip: self.config.clip_target.then(|| (-1.0 / (1.0 - gamma), 0.0)),
-            target_networks: true,
+            target_policy_noise: self.config.target_policy_noise as f32,
+            target_noise_clip: self.config.target_noise_clip as f32,
+            update_actor: (self.updates + 1).is_multiple_of(self.config.policy_delay as u64),
+            ..UpdateSettings::ddpg(
+                gamma,
+                self.config.action_l2 as f32,
+                self.config.clip_target.then(|| (-1.0 / (1.0 - gamma), 0.0)),
+            )
         }
     }
 
-    /// Turns the sampled transitions into network inputs.
-    fn prepare_batch(&mut self) -> Result<()> {
+    /// Turns the sampled transitions into network inputs; with target
+    /// smoothing, draws its standard normal noise from `rng` (the round's
+    /// generator, after the batch's samples: seeded by `(seed, round)`, so
+    /// a resumed run draws the same, and drawn nothing from without
+    /// smoothing, so DDPG's batches stay what they were). Averaging workers
+    /// draw different noise for their different batches; their networks
+    /// stay identical because only the averaged gradient steps them.
+    fn prepare_batch(&mut self, rng: &mut impl rand::Rng) -> Result<()> {
         let (batch, out) = (&self.transitions, &mut self.net_batch);
         let (d, clip) = (self.dims, self.config.clip_obs as f32);
         out.inputs.clear();
@@ -623,15 +702,22 @@ impl<E: GoalEnv> Ddpg<E> {
         out.actions.clone_from(&batch.actions);
         out.rewards.clone_from(&batch.rewards);
         out.terminals.clone_from(&batch.terminals);
+        out.next_action_noise.clear();
+        if self.config.target_policy_noise > 0.0 {
+            out.next_action_noise.extend(
+                (0..batch.actions.len()).map(|_| -> f32 { StandardNormal.sample(&mut *rng) }),
+            );
+        }
         Ok(())
     }
 
-    /// `n_batches` gradient steps on HER batches, then the target update.
+    /// `n_batches` gradient steps on HER batches (the actor's every
+    /// `policy_delay`-th), then the target update.
     /// Round `r` samples with the generator derived from `(seed, r)`.
     fn train_round(&mut self, reducer: &mut dyn MeanReducer, tally: &mut Tally) -> Result<()> {
         let mut rng = rng_from_seed(derive_seed(self.seed, ROUND_STREAM + self.rounds));
-        let settings = self.settings();
         for _ in 0..self.config.n_batches {
+            let settings = self.settings();
             self.transitions.clear();
             sample_batch(
                 &self.buffer,
@@ -641,7 +727,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 &mut rng,
                 &mut self.transitions,
             );
-            self.prepare_batch()?;
+            self.prepare_batch(&mut rng)?;
             let stats = self.networks.update(&self.net_batch, &settings, reducer)?;
             tally.networks.add(stats);
             tally.relabelled += self.transitions.relabelled_fraction();
@@ -867,11 +953,36 @@ mod tests {
         Ddpg::new(config, point_goal(STEPS), point_goal(STEPS), seed).unwrap()
     }
 
+    /// [`small`] as TD3: twin critics, delayed actor, smoothing noise.
+    fn small_td3() -> DdpgConfig {
+        DdpgConfig {
+            n_critics: 2,
+            policy_delay: 2,
+            target_policy_noise: 0.2,
+            target_noise_clip: 0.5,
+            ..small()
+        }
+    }
+
     #[test]
     fn resumed_run_matches_an_uninterrupted_one_bit_for_bit() {
+        assert_resumes_exactly(small());
+    }
+
+    #[test]
+    fn resumed_td3_run_matches_an_uninterrupted_one_bit_for_bit() {
+        // An odd number of updates per round, so a resumed round starts on
+        // an update that leaves the actor alone.
+        assert_resumes_exactly(DdpgConfig {
+            n_batches: 3,
+            ..small_td3()
+        });
+    }
+
+    fn assert_resumes_exactly(config: DdpgConfig) {
         let config = DdpgConfig {
             learning_starts: 1,
-            ..small()
+            ..config
         };
         let mut uninterrupted = agent(config.clone(), 11);
         let whole = uninterrupted.learn(7).unwrap();
@@ -899,6 +1010,53 @@ mod tests {
     }
 
     #[test]
+    fn td3_runs_repeat_exactly_and_differ_from_ddpg() {
+        let run = |config: DdpgConfig| {
+            let mut learner = agent(config, 8);
+            learner.learn(4).unwrap();
+            (learner.parameters(), comparable(&learner))
+        };
+        let td3 = run(small_td3());
+        assert!(run(small_td3()) == td3);
+        // The smoothing noise matters: the same run without it differs.
+        let unsmoothed = run(DdpgConfig {
+            target_policy_noise: 0.0,
+            ..small_td3()
+        });
+        assert!(unsmoothed.0 != td3.0);
+        let sizes = agent(small(), 8).networks().sizes();
+        assert_eq!(
+            td3.0.len(),
+            sizes[0] + 2 * sizes[1],
+            "actor ‖ critic ‖ critic"
+        );
+    }
+
+    #[test]
+    fn td3_steps_the_actor_on_every_second_update_of_the_run() {
+        let mut learner = agent(small_td3(), 0);
+        let steps_actor: Vec<bool> = (0..5)
+            .map(|updates| {
+                learner.updates = updates;
+                learner.settings().update_actor
+            })
+            .collect();
+        assert_eq!(steps_actor, [false, true, false, true, false]);
+        let settings = learner.settings();
+        assert_eq!(
+            (settings.target_policy_noise, settings.target_noise_clip),
+            (0.2, 0.5)
+        );
+        // DDPG: every update steps the actor, and no noise.
+        let mut ddpg = agent(small(), 0);
+        for updates in 0..3 {
+            ddpg.updates = updates;
+            let settings = ddpg.settings();
+            assert!(settings.update_actor && settings.target_policy_noise == 0.0);
+        }
+    }
+
+    #[test]
     fn averaged_learning_on_one_worker_equals_plain_learning() {
         let config = DdpgConfig {
             train_every: TrainEvery::Episode,
@@ -914,10 +1072,19 @@ mod tests {
 
     #[test]
     fn two_averaging_workers_keep_identical_networks_and_normalisers() {
-        let start = agent(small(), 100).parameters();
+        assert_workers_agree(small());
+    }
+
+    #[test]
+    fn two_averaging_td3_workers_keep_identical_networks_and_normalisers() {
+        assert_workers_agree(small_td3());
+    }
+
+    fn assert_workers_agree(config: DdpgConfig) {
+        let start = agent(config.clone(), 100).parameters();
         let results = two_workers(|rank, reducer| {
-            // Different seeds: different episodes, samples and buffers.
-            let mut worker = agent(small(), 100 + rank as u64);
+            // Different seeds: different episodes, samples, noise and buffers.
+            let mut worker = agent(config.clone(), 100 + rank as u64);
             worker.set_parameters(&start).unwrap();
             worker.learn_averaged(4, reducer).unwrap();
             let first_obs = worker.buffer().episode(0).obs(0).to_vec();
@@ -1166,6 +1333,34 @@ mod tests {
                 },
                 "hidden",
             ),
+            (
+                DdpgConfig {
+                    n_critics: 0,
+                    ..small()
+                },
+                "ddpg n_critics must be between 1 and 10, got 0",
+            ),
+            (
+                DdpgConfig {
+                    policy_delay: 0,
+                    ..small()
+                },
+                "ddpg policy_delay must be between 1",
+            ),
+            (
+                DdpgConfig {
+                    target_policy_noise: f64::NAN,
+                    ..small()
+                },
+                "ddpg target_policy_noise must be finite and non-negative",
+            ),
+            (
+                DdpgConfig {
+                    target_noise_clip: -0.5,
+                    ..small()
+                },
+                "ddpg target_noise_clip must be finite and non-negative",
+            ),
         ] {
             let error = Ddpg::new(config, point_goal(STEPS), point_goal(STEPS), 0)
                 .err()
@@ -1205,12 +1400,24 @@ mod tests {
 
     #[test]
     fn ddpg_with_her_learns_to_reach_goals() {
+        assert_learns_to_reach_goals(DdpgConfig::default());
+    }
+
+    #[test]
+    fn td3_with_her_learns_to_reach_goals() {
+        assert_learns_to_reach_goals(DdpgConfig::td3());
+    }
+
+    /// 300 episodes of `base` with small networks on the test task: the
+    /// deterministic policy reaches the goal in at least 60 % of 50
+    /// evaluation episodes, 40 points more than untrained.
+    fn assert_learns_to_reach_goals(base: DdpgConfig) {
         let config = DdpgConfig {
             hidden: vec![32, 32],
             batch_size: 128,
             n_batches: 20,
             buffer_size: 100_000,
-            ..DdpgConfig::default()
+            ..base
         };
         let mut learner = agent(config, 42);
         let untrained = learner.evaluate(50, 1_000).unwrap().success_rate.unwrap();

@@ -99,6 +99,27 @@ impl AlgoEntry {
         }
     }
 
+    /// This entry with other default settings than its struct's `Default`:
+    /// an algorithm that is another's with some settings changed (`td3` is
+    /// `ddpg` with TD3's). `defaults` gives the settings table whole;
+    /// [`AlgoEntry::complete`] lays a config's keys over it, so a key left
+    /// out takes this entry's default, not the struct's.
+    #[must_use]
+    pub fn defaults(mut self, defaults: fn() -> toml::Table) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// A config's `[algo]` settings whole: its keys laid over this entry's
+    /// [`defaults`](AlgoEntry::defaults), then read by the settings struct
+    /// and written back ([`normalize`](AlgoEntry::normalize)), so an
+    /// unknown key or a bad value is an error naming it.
+    pub fn complete(&self, settings: &toml::Table) -> Result<toml::Table> {
+        let mut full = (self.defaults)();
+        full.extend(settings.clone());
+        (self.normalize)(&full)
+    }
+
     /// Needing a goal-conditioned env.
     #[must_use]
     pub fn goal_env(mut self) -> Self {
@@ -185,6 +206,19 @@ impl AlgoRegistry {
                 .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
             )
             .with(
+                // TD3 is DDPG's agent with TD3's four settings
+                // (`DdpgConfig::td3`, which says why `action_l2` stays).
+                AlgoEntry::new::<DdpgConfig>(
+                    "td3",
+                    "TD3 (twin critics, target smoothing, delayed actor) with hindsight \
+                     experience replay",
+                    |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
+                )
+                .defaults(|| table_of(&DdpgConfig::td3()).expect("TD3's settings are TOML"))
+                .goal_env()
+                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
+            )
+            .with(
                 AlgoEntry::new::<HacConfig>(
                     "hac",
                     "hierarchical actor-critic (HAC) with HER on every level",
@@ -241,7 +275,7 @@ impl AlgoRegistry {
 // ---- shoal's own algorithms: each entry's factories ----
 
 /// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
-/// settings.
+/// settings; TD3's too (`td3` is the same agent with its own defaults).
 pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box<dyn GoalEnv>>> {
     let mut algo: DdpgConfig = cfg.algo.settings()?;
     if cfg.parallel.strategy == StrategyKind::Averaging {
@@ -422,7 +456,7 @@ mod tests {
                 .get("dqn")
                 .unwrap_err()
                 .to_string()
-                .contains("reinforce, ppo, ddpg, hac")
+                .contains("reinforce, ppo, ddpg, td3, hac")
         );
     }
 
@@ -442,6 +476,30 @@ mod tests {
         // The same settings table is no DDPG's.
         let ddpg = algos.get("ddpg").unwrap();
         assert!((ddpg.normalize)(&(ppo.defaults)()).is_err());
+    }
+
+    #[test]
+    fn td3_is_ddpg_with_td3_defaults_for_the_keys_a_config_leaves_out() {
+        let algos = AlgoRegistry::builtin();
+        let td3 = algos.get("td3").unwrap();
+        let mut sparse = toml::Table::new();
+        sparse.insert("policy_delay".into(), toml::Value::Integer(3));
+        let full: DdpgConfig = settings_of(&td3.complete(&sparse).unwrap()).unwrap();
+        assert_eq!(
+            full,
+            DdpgConfig {
+                policy_delay: 3,
+                ..DdpgConfig::td3()
+            }
+        );
+        assert_eq!((full.n_critics, full.target_policy_noise), (2, 0.2));
+        // DDPG's entry completes the same keys with DDPG's defaults.
+        let ddpg: DdpgConfig =
+            settings_of(&algos.get("ddpg").unwrap().complete(&sparse).unwrap()).unwrap();
+        assert_eq!((ddpg.n_critics, ddpg.policy_delay), (1, 3));
+        sparse.insert("n_critic".into(), toml::Value::Integer(2));
+        let refused = td3.complete(&sparse).unwrap_err().to_string();
+        assert!(refused.contains("unknown field `n_critic`"), "{refused}");
     }
 
     #[test]

@@ -383,6 +383,10 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// The algorithm kinds trained by DDPG's agent ([`shoal_rl_algo::Ddpg`]),
+/// which share its rules for averaging workers.
+const DDPG_AGENT_KINDS: &[&str] = &["ddpg", "td3"];
+
 macro_rules! presets {
     ($($name:literal),* $(,)?) => {
         &[$(Preset { name: $name, toml: include_str!(concat!("../presets/", $name, ".toml")) }),*]
@@ -408,6 +412,7 @@ pub const PRESETS: &[Preset] = presets![
     "push-ddpg-her",
     "ball-ddpg-her",
     "toy-ddpg-her",
+    "push-td3-her",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
@@ -529,20 +534,26 @@ impl RunConfig {
         };
         match self.parallel.strategy {
             StrategyKind::Averaging if workers > 1 => {
-                if ["ddpg", "hac"].contains(&self.algo.kind()) && !named("train.episodes") {
+                // TD3 is DDPG's agent with other settings: the same rules.
+                let kind = self.algo.kind().to_string();
+                let ddpg_agent = DDPG_AGENT_KINDS.contains(&kind.as_str());
+                if (ddpg_agent || kind == "hac") && !named("train.episodes") {
                     self.raise_budget(averaging_budget(self.train.episodes, workers), &named);
                 }
                 if named("algo.batch_size") {
                     return;
                 }
-                if let Some(mut ddpg) = self.algo.settings_if::<DdpgConfig>("ddpg") {
+                if let Some(mut ddpg) = ddpg_agent
+                    .then(|| self.algo.settings_if::<DdpgConfig>(&kind))
+                    .flatten()
+                {
                     let (batch, updates) =
                         averaging_ddpg_work(ddpg.batch_size, ddpg.n_batches, workers);
                     ddpg.batch_size = batch;
                     if !named("algo.n_batches") {
                         ddpg.n_batches = updates;
                     }
-                    self.algo = AlgoConfig::new("ddpg", &ddpg).expect("DDPG's settings are TOML");
+                    self.algo = AlgoConfig::new(&kind, &ddpg).expect("DDPG's settings are TOML");
                 } else if let Some(mut hac) = self.algo.settings_if::<HacConfig>("hac") {
                     hac.batch_size = shared_batch(hac.batch_size, workers);
                     self.algo = AlgoConfig::new("hac", &hac).expect("HAC's settings are TOML");
@@ -672,7 +683,10 @@ fn read_tree(registries: &Registries, tree: toml::Table) -> Result<RunConfig> {
     cfg.algos = registries.algos.clone();
     cfg.strategies = registries.strategies.clone();
     cfg.envs.check(&cfg.env)?;
-    cfg.algo.settings = (cfg.algos.get(cfg.algo.kind())?.normalize)(&cfg.algo.settings)?;
+    cfg.algo.settings = cfg
+        .algos
+        .get(cfg.algo.kind())?
+        .complete(&cfg.algo.settings)?;
     Ok(cfg)
 }
 

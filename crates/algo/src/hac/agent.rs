@@ -23,8 +23,9 @@ const EXPLORE_STREAM: u64 = 3 << 40;
 const NOISE_STREAM: u64 = 4 << 40;
 const ROUND_STREAM: u64 = 5 << 40;
 
-/// Bumped whenever [`HacState`]'s layout changes.
-const STATE_VERSION: u32 = 1;
+/// Bumped whenever [`HacState`]'s layout changes (2: each level's
+/// networks hold a list of critics, for TD3's two).
+const STATE_VERSION: u32 = 2;
 
 /// Everything [`Hac`] changes while training, except the buffers.
 #[derive(Serialize, Deserialize)]

@@ -377,10 +377,12 @@ impl HacConfig {
 
     pub(super) fn settings(&self) -> UpdateSettings {
         UpdateSettings {
-            gamma: self.discount() as f32,
-            action_l2: self.action_l2 as f32,
-            target_clip: Some((self.penalty(), 0.0)),
             target_networks: self.target_networks,
+            ..UpdateSettings::ddpg(
+                self.discount() as f32,
+                self.action_l2 as f32,
+                Some((self.penalty(), 0.0)),
+            )
         }
     }
 

@@ -67,6 +67,7 @@ impl HacModels {
                         critic_lr: config.critic_lr,
                         max_grad_norm: config.max_grad_norm,
                         value_bound: config.value_bound(),
+                        critics: 1,
                     },
                     derive_seed(seed, MODEL_STREAM + level as u64),
                 );
