@@ -4,7 +4,9 @@
 //!   sampling ([`sample_unit`]), the mean action ([`mean_unit`]) and a frozen
 //!   evaluation wrapper ([`FrozenBetaPolicy`]).
 //! * [`Actor`] and [`Critic`]: the deterministic actor μ(s) (`tanh` output in
-//!   `[-1, 1]`) and the action-value critic Q(s, a) of DDPG-style agents.
+//!   `[-1, 1]`) and the action-value critic Q(s, a) of DDPG-style agents;
+//!   [`GaussianActor`], SAC's squashed Gaussian actor (reparameterised
+//!   samples with their log-density, `tanh` of the mean to evaluate).
 //! * [`Normalizer`]: running mean/std with clipping whose statistics can be
 //!   averaged across workers; [`GaussianNoise`] and [`OrnsteinUhlenbeckNoise`]
 //!   for exploration ([`ActionNoise`], [`NoiseKind`]).
@@ -34,6 +36,7 @@
 mod actor;
 mod beta;
 mod critic;
+mod gaussian_actor;
 mod mlp;
 mod noise;
 mod normalizer;
@@ -48,6 +51,9 @@ pub use beta::{
     BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, UNIT_EPS, mean_unit, sample_unit,
 };
 pub use critic::{Critic, CriticConfig};
+pub use gaussian_actor::{
+    GaussianActor, GaussianActorConfig, LOG_STD_MAX, LOG_STD_MIN, TANH_LOG_EPS,
+};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use noise::{ActionNoise, GaussianNoise, NoiseKind, OrnsteinUhlenbeckNoise};
 pub use normalizer::{GoalNormalizer, Normalizer};
