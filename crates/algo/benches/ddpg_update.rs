@@ -6,8 +6,8 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::RngExt;
 use shoal_rl_algo::{
-    ActorCritic, ActorCriticConfig, Episode, EpisodeDims, HerConfig, NetBatch, ReplayBuffer,
-    TransitionBatch, UpdateSettings, WithinDistance, sample_batch,
+    ActorCritic, ActorCriticConfig, ActorKind, Episode, EpisodeDims, HerConfig, NetBatch,
+    ReplayBuffer, TemperatureConfig, TransitionBatch, UpdateSettings, WithinDistance, sample_batch,
 };
 use shoal_rl_core::{Alone, rng_from_seed};
 
@@ -34,6 +34,7 @@ fn random_batch() -> NetBatch {
             .collect(),
         terminals: (0..BATCH).map(|i| i % 17 == 0).collect(),
         next_action_noise: Vec::new(),
+        action_noise: Vec::new(),
     }
 }
 
@@ -47,6 +48,8 @@ fn bench_update(c: &mut Criterion) {
         max_grad_norm: None,
         value_bound: None,
         critics: 1,
+        actor: ActorKind::Deterministic,
+        temperature: TemperatureConfig::default(),
     };
     let mut networks = ActorCritic::new(&config, 0);
     let batch = random_batch();

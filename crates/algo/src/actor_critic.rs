@@ -1,4 +1,4 @@
-//! DDPG's networks and one update (Lillicrap et al., 2016), shared by [`crate::Ddpg`] and every level of [`crate::Hac`]; with two critics, target smoothing and a delayed actor it is TD3's (Fujimoto et al., 2018).
+//! DDPG's networks and one update (Lillicrap et al., 2016), shared by [`crate::Ddpg`] and every level of [`crate::Hac`]; with two critics, target smoothing and a delayed actor it is TD3's (Fujimoto et al., 2018), with a Gaussian actor and a learned temperature SAC's (Haarnoja et al., 2018).
 //!
 //! [`ActorCritic`] holds an actor, one or more critics, their target copies
 //! and Adam optimisers; [`ActorCritic::gradients`] computes the losses on a
@@ -16,15 +16,28 @@
 //! [`UpdateSettings::update_actor`] = false steps the critics only (the
 //! delayed policy update). One critic, no noise and an actor step every
 //! update is DDPG.
+//!
+//! SAC is the actor kind ([`ActorCriticConfig::actor`] =
+//! [`ActorKind::Gaussian`]): a squashed Gaussian actor without a target,
+//! an entropy term in the critic target and the actor loss, and a learned
+//! temperature; its part of the update is the child module `sac.rs`. The
+//! critics, their targets and their losses are the same code for all three.
+
+mod actors;
+mod sac;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_rl_policy::{
-    Actor, ActorConfig, Critic, CriticConfig, Trained, flatten, rows_to_tensor, training_device,
-    unflatten,
+    Critic, CriticConfig, Trained, flatten, rows_to_tensor, training_device, unflatten,
 };
+
+use actors::TrainedActor;
+pub use actors::{ActorKind, FrozenActor};
+use sac::Temperature;
+pub use sac::TemperatureConfig;
 
 /// Sizes and step sizes of an [`ActorCritic`].
 #[derive(Clone, Debug, PartialEq)]
@@ -35,7 +48,8 @@ pub struct ActorCriticConfig {
     pub act_dim: usize,
     /// Hidden layer widths of both networks.
     pub hidden: Vec<usize>,
-    /// Adam step size of the actor.
+    /// Adam step size of the actor (and of SAC's temperature, as
+    /// Stable-Baselines3 has it).
     pub actor_lr: f64,
     /// Adam step size of the critic.
     pub critic_lr: f64,
@@ -45,8 +59,13 @@ pub struct ActorCriticConfig {
     /// [`shoal_rl_policy::CriticConfig::bound`]); absent: a linear head.
     pub value_bound: Option<f32>,
     /// Critics, each with its target: 1 for DDPG and HAC, 2 for TD3's
-    /// clipped double Q (the target is the smallest target critic's value).
+    /// clipped double Q and SAC (the target is the smallest target
+    /// critic's value).
     pub critics: usize,
+    /// The actor: deterministic (DDPG, TD3, HAC) or SAC's Gaussian one.
+    pub actor: ActorKind,
+    /// SAC's temperature; read only with [`ActorKind::Gaussian`].
+    pub temperature: TemperatureConfig,
 }
 
 /// The loss settings of one update.
@@ -65,14 +84,16 @@ pub struct UpdateSettings {
     /// action at `s_{t+1}`, in `[-1, 1]` units (TD3's target policy
     /// smoothing); 0: none. The standard normal draws come with the batch
     /// ([`NetBatch::next_action_noise`]), so the caller's seeded generator
-    /// decides them.
+    /// decides them. Not used with the Gaussian actor, whose action at
+    /// `s_{t+1}` is a draw already.
     pub target_policy_noise: f32,
     /// The smoothing noise is clipped to ±this before it is added (the
     /// noisy action is then clipped to `[-1, 1]`).
     pub target_noise_clip: f32,
-    /// Whether this update steps the actor. TD3 steps the critics every
-    /// update and the actor every `policy_delay`-th; on the others the
-    /// gradient holds the critics' part only and the actor stays as it is.
+    /// Whether this update steps the actor (and SAC's temperature). TD3
+    /// steps the critics every update and the actor every
+    /// `policy_delay`-th; on the others the gradient holds the critics'
+    /// part only and the actor stays as it is.
     pub update_actor: bool,
 }
 
@@ -105,9 +126,13 @@ pub struct NetBatch {
     /// Whether `s_{t+1}` ends the episode (no bootstrap), `[n]`.
     pub terminals: Vec<bool>,
     /// Standard normal draws for the actions at `s_{t+1}`, `[n, act_dim]`:
-    /// TD3's smoothing noise before it is scaled and clipped. Empty when
-    /// [`UpdateSettings::target_policy_noise`] is 0.
+    /// TD3's smoothing noise before it is scaled and clipped, or the draws
+    /// of SAC's `a' ~ π(·|s')`. Empty when neither is used.
     pub next_action_noise: Vec<f32>,
+    /// Standard normal draws for SAC's reparameterised actions at `s_t`
+    /// (its actor and temperature losses), `[n, act_dim]`. Empty with a
+    /// deterministic actor.
+    pub action_noise: Vec<f32>,
 }
 
 /// What one update measured.
@@ -115,11 +140,17 @@ pub struct NetBatch {
 pub struct UpdateStats {
     /// Mean squared TD error of the critic.
     pub critic_loss: f64,
-    /// Actor loss: −mean Q(s, π(s)) + action L2 penalty; `None` when the
-    /// update left the actor alone (TD3's delay).
+    /// Actor loss: −mean Q(s, π(s)) + action L2 penalty, or SAC's
+    /// `mean(α·log π − min Q)`; `None` when the update left the actor
+    /// alone (TD3's delay).
     pub actor_loss: Option<f64>,
     /// Mean Q(s, a) of the first critic over the batch.
     pub q_mean: f64,
+    /// SAC's temperature α this update used; `None` for a deterministic
+    /// actor, or when the actor was left alone.
+    pub alpha: Option<f64>,
+    /// SAC's temperature loss `−log α · mean(log π + H̄)`, when `alpha` is there.
+    pub temperature_loss: Option<f64>,
 }
 
 /// Sums of [`UpdateStats`] over a stretch of training, for the means a
@@ -133,6 +164,10 @@ pub(crate) struct UpdateTally {
     critic_loss: f64,
     actor_loss: f64,
     q_mean: f64,
+    /// Updates that stepped SAC's temperature.
+    temperature_updates: usize,
+    alpha: f64,
+    temperature_loss: f64,
 }
 
 /// Means of a stretch of [`UpdateStats`].
@@ -142,6 +177,8 @@ pub(crate) struct UpdateMeans {
     /// Over the updates that stepped the actor.
     pub(crate) actor_loss: f64,
     pub(crate) q_mean: f64,
+    /// SAC's mean α and temperature loss; `None` without a temperature.
+    pub(crate) temperature: Option<(f64, f64)>,
 }
 
 impl UpdateTally {
@@ -154,32 +191,44 @@ impl UpdateTally {
             self.actor_updates += 1;
             self.actor_loss += actor_loss;
         }
+        if let (Some(alpha), Some(loss)) = (stats.alpha, stats.temperature_loss) {
+            self.temperature_updates += 1;
+            self.alpha += alpha;
+            self.temperature_loss += loss;
+        }
     }
 
     /// The mean of each statistic (zeros before the first update).
     pub(crate) fn means(&self) -> UpdateMeans {
         let n = self.updates.max(1) as f64;
+        let t = self.temperature_updates as f64;
         UpdateMeans {
             critic_loss: self.critic_loss / n,
             actor_loss: self.actor_loss / self.actor_updates.max(1) as f64,
             q_mean: self.q_mean / n,
+            temperature: (self.temperature_updates > 0)
+                .then(|| (self.alpha / t, self.temperature_loss / t)),
         }
     }
 }
 
+/// The saved form of an [`ActorCritic`]. `target_actor` is empty and
+/// `temperature` present for the Gaussian actor; the agents that embed it
+/// carry its layout in their state versions.
 #[derive(Serialize, Deserialize)]
 struct ActorCriticState {
     actor: Vec<u8>,
     critics: Vec<Vec<u8>>,
     target_actor: Vec<f32>,
     target_critics: Vec<Vec<f32>>,
+    temperature: Option<Vec<u8>>,
 }
 
-/// DDPG's (or TD3's) networks and optimisers, and one gradient step on a batch.
+/// DDPG's (TD3's, SAC's) networks and optimisers, and one gradient step on a batch.
 ///
 /// Kept apart from the agent so other algorithms (HAC levels, agents sharing
 /// models) can reuse it. Parameters and gradients are flat vectors ordered
-/// actor ‖ critic 1 ‖ critic 2 ‖ …
+/// actor ‖ critic 1 ‖ critic 2 ‖ … (‖ log α with SAC's Gaussian actor).
 #[derive(Clone)]
 pub struct ActorCritic {
     input_dim: usize,
@@ -188,12 +237,13 @@ pub struct ActorCritic {
     device: Device,
     /// The same device without autodiff, for targets and acting.
     plain: Device,
-    actor: Trained<Actor>,
+    actor: TrainedActor,
     critics: Vec<Trained<Critic>>,
-    target_actor: Actor,
     target_critics: Vec<Critic>,
+    /// SAC's temperature: present exactly with the Gaussian actor.
+    temperature: Option<Temperature>,
     /// Autodiff-free copy of the actor, refreshed after each step.
-    acting: Actor,
+    acting: FrozenActor,
     /// Whether a gradient step has been taken (targets are then state, not copies).
     stepped: bool,
 }
@@ -204,9 +254,14 @@ impl ActorCritic {
     /// same whether there are one or two.
     pub fn new(config: &ActorCriticConfig, seed: u64) -> Self {
         let device = training_device();
-        let actor = ActorConfig::new(config.input_dim, config.act_dim)
-            .with_hidden(config.hidden.clone())
-            .init(derive_seed(seed, 1), &device);
+        let actor = TrainedActor::new(
+            config.actor,
+            (config.input_dim, config.act_dim),
+            &config.hidden,
+            (config.actor_lr, config.max_grad_norm),
+            derive_seed(seed, 1),
+            &device,
+        );
         let critics: Vec<Critic> = (0..config.critics.max(1) as u64)
             .map(|i| {
                 CriticConfig::new(config.input_dim, config.act_dim)
@@ -215,31 +270,44 @@ impl ActorCritic {
                     .init(derive_seed(seed, 2 + i), &device)
             })
             .collect();
+        let temperature = (config.actor == ActorKind::Gaussian).then(|| {
+            Temperature::new(
+                &config.temperature,
+                config.act_dim,
+                config.actor_lr,
+                &device,
+            )
+        });
         ActorCritic {
             input_dim: config.input_dim,
             act_dim: config.act_dim,
             plain: device.clone().inner(),
-            device,
-            target_actor: actor.valid(),
+            acting: actor.frozen(),
+            actor,
             target_critics: critics.iter().map(Module::valid).collect(),
-            acting: actor.valid(),
-            actor: Trained::adam(actor, config.actor_lr, config.max_grad_norm),
             critics: critics
                 .into_iter()
                 .map(|c| Trained::adam(c, config.critic_lr, config.max_grad_norm))
                 .collect(),
+            temperature,
+            device,
             stepped: false,
         }
     }
 
-    /// The deterministic action in `[-1, 1]` for one (normalised) input row.
+    /// The evaluation action in `[-1, 1]` for one (normalised) input row.
     pub fn act(&self, input: &[f32]) -> Vec<f32> {
         self.acting.act(input, &self.plain)
     }
 
     /// The current actor without autodiff.
-    pub fn actor(&self) -> &Actor {
+    pub fn actor(&self) -> &FrozenActor {
         &self.acting
+    }
+
+    /// SAC's temperature α now; `None` with a deterministic actor.
+    pub fn alpha(&self) -> Option<f64> {
+        self.temperature.as_ref().map(|t| t.alpha() as f64)
     }
 
     /// The device [`ActorCritic::actor`] acts on (no autodiff).
@@ -257,27 +325,33 @@ impl ActorCritic {
 
     fn check_batch(&self, batch: &NetBatch, settings: &UpdateSettings) -> Result<usize> {
         let n = batch.rewards.len();
-        let noise = if settings.target_policy_noise > 0.0 {
-            n * self.act_dim
-        } else {
-            0
-        };
+        let gaussian = self.temperature.is_some();
+        let draws = |used: bool| if used { n * self.act_dim } else { 0 };
         let ok = n > 0
             && batch.terminals.len() == n
             && batch.inputs.len() == n * self.input_dim
             && batch.next_inputs.len() == n * self.input_dim
             && batch.actions.len() == n * self.act_dim
-            && batch.next_action_noise.len() == noise;
+            && batch.next_action_noise.len()
+                == draws(gaussian || settings.target_policy_noise > 0.0)
+            && batch.action_noise.len() == draws(gaussian);
         if !ok {
             return Err(Error::Shape(format!(
                 "update batch of {n} rewards has {} inputs, {} next inputs, {} actions, {} \
-                 next-action noise values (input {} and action {} wide)",
+                 next-action noise values, {} action noise values (input {} and action {} wide, \
+                 {} actor)",
                 batch.inputs.len(),
                 batch.next_inputs.len(),
                 batch.actions.len(),
                 batch.next_action_noise.len(),
+                batch.action_noise.len(),
                 self.input_dim,
-                self.act_dim
+                self.act_dim,
+                if gaussian {
+                    "Gaussian"
+                } else {
+                    "deterministic"
+                }
             )));
         }
         Ok(n)
@@ -287,14 +361,14 @@ impl ActorCritic {
     /// without target networks), with TD3's clipped smoothing noise.
     fn next_actions(
         &self,
+        target_actor: &shoal_rl_policy::Actor,
         next: Tensor<2>,
         batch: &NetBatch,
         settings: &UpdateSettings,
     ) -> Tensor<2> {
-        let actor = if settings.target_networks {
-            &self.target_actor
-        } else {
-            &self.acting
+        let actor = match (&self.acting, settings.target_networks) {
+            (FrozenActor::Deterministic(online), false) => online,
+            _ => target_actor,
         };
         let actions = actor.forward(next);
         if settings.target_policy_noise <= 0.0 {
@@ -310,24 +384,15 @@ impl ActorCritic {
         (actions + noise).clamp(-1.0, 1.0)
     }
 
-    /// Gradients of the losses at the current parameters, flat as
-    /// actor ‖ critic 1 ‖ critic 2 ‖ … (without the actor's part when
-    /// `settings.update_actor` is false). The actor's gradient uses the
-    /// critics before their step, as baselines does.
-    pub fn gradients(
+    /// `min_i Q'_i(s', a')` per row: the target critics (the trained ones
+    /// without target networks), no gradient.
+    fn min_next_q(
         &self,
-        batch: &NetBatch,
+        next: Tensor<2>,
+        next_actions: Tensor<2>,
         settings: &UpdateSettings,
-    ) -> Result<(Vec<f32>, UpdateStats)> {
-        let n = self.check_batch(batch, settings)?;
-
-        // ---- critic target y = r + γ·(1 − done)·min_i Q'_i(s', ã'), clipped ----
-        // ã' = π'(s') (+ clipped noise). Computed on the plain device: no
-        // gradient flows into the targets. Without target networks Q' and
-        // π' are the networks being trained.
-        let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
-        let next_actions = self.next_actions(next.clone(), batch, settings);
-        let mut next_q = vec![f32::INFINITY; n];
+    ) -> Vec<f32> {
+        let mut next_q = vec![f32::INFINITY; next.dims()[0]];
         for i in 0..self.critics.len() {
             let q = if settings.target_networks {
                 self.target_critics[i].forward(next.clone(), next_actions.clone())
@@ -338,12 +403,43 @@ impl ActorCritic {
             let q: Vec<f32> = q.into_data().try_to_vec().expect("f32 tensor");
             next_q.iter_mut().zip(q).for_each(|(m, q)| *m = m.min(q));
         }
+        next_q
+    }
+
+    /// Gradients of the losses at the current parameters, flat as
+    /// actor ‖ critic 1 ‖ critic 2 ‖ … (‖ log α for SAC), without the
+    /// actor's (and log α's) part when `settings.update_actor` is false.
+    /// The actor's gradient uses the critics before their step, as
+    /// baselines does.
+    pub fn gradients(
+        &self,
+        batch: &NetBatch,
+        settings: &UpdateSettings,
+    ) -> Result<(Vec<f32>, UpdateStats)> {
+        let n = self.check_batch(batch, settings)?;
+
+        // ---- critic target y = r + γ·(1 − done)·V(s'), clipped ----
+        // DDPG/TD3: V(s') = min_i Q'_i(s', ã'), ã' = π'(s') (+ clipped
+        // noise); SAC: the soft value (sac.rs). Computed on the plain
+        // device: no gradient flows into the targets. Without target
+        // networks Q' and π' are the networks being trained.
+        let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
+        let next_values = match (&self.actor, &self.acting, &self.temperature) {
+            (TrainedActor::Deterministic { target, .. }, _, _) => {
+                let next_actions = self.next_actions(target, next.clone(), batch, settings);
+                self.min_next_q(next, next_actions, settings)
+            }
+            (_, FrozenActor::Gaussian(actor), Some(temperature)) => {
+                self.soft_next_values(actor, temperature, next, batch, settings)
+            }
+            _ => unreachable!("a Gaussian actor comes with its temperature"),
+        };
         let targets: Vec<f32> = (0..n)
             .map(|i| {
                 let bootstrap = if batch.terminals[i] {
                     0.0
                 } else {
-                    settings.gamma * next_q[i]
+                    settings.gamma * next_values[i]
                 };
                 let y = batch.rewards[i] + bootstrap;
                 settings
@@ -380,56 +476,77 @@ impl ActorCritic {
             critic_grads.extend(critic.take_grads(&mut backward));
         }
 
-        // ---- actor: maximise Q_1(s, π(s)), penalise large actions ----
-        // The critic's weights take no gradient here (`no_grad`), which skips
-        // their backward matmuls; the gradient still flows through to π.
-        let (mut grads, actor_loss) = if settings.update_actor {
-            let pi = self.actor.module.forward(inputs.clone());
-            let q_pi = self.critics[0]
-                .module
-                .clone()
-                .no_grad()
-                .forward(inputs, pi.clone());
-            let actor_loss = q_pi.mean().neg() + pi.square().mean().mul_scalar(settings.action_l2);
-            let actor_loss_value = actor_loss.clone().into_scalar::<f32>() as f64;
-            let grads = self.actor.take_grads(&mut actor_loss.backward());
-            (grads, Some(actor_loss_value))
-        } else {
-            (Vec::new(), None)
-        };
-
-        grads.extend(critic_grads);
-        let stats = UpdateStats {
+        let mut stats = UpdateStats {
             critic_loss: critic_loss_value,
-            actor_loss,
             q_mean,
+            ..UpdateStats::default()
+        };
+        if !settings.update_actor {
+            return Ok((critic_grads, stats));
+        }
+        let grads = match (&self.actor, &self.temperature) {
+            // ---- DDPG's actor: maximise Q_1(s, π(s)), penalise large actions ----
+            // The critic's weights take no gradient here (`no_grad`), which
+            // skips their backward matmuls; the gradient still flows to π.
+            (TrainedActor::Deterministic { actor, .. }, _) => {
+                let pi = actor.module.forward(inputs.clone());
+                let q_pi = self.critics[0]
+                    .module
+                    .clone()
+                    .no_grad()
+                    .forward(inputs, pi.clone());
+                let actor_loss =
+                    q_pi.mean().neg() + pi.square().mean().mul_scalar(settings.action_l2);
+                stats.actor_loss = Some(actor_loss.clone().into_scalar::<f32>() as f64);
+                let mut grads = actor.take_grads(&mut actor_loss.backward());
+                grads.extend(critic_grads);
+                grads
+            }
+            // ---- SAC's actor and temperature (sac.rs) ----
+            (TrainedActor::Gaussian(actor), Some(temperature)) => {
+                let step = self.soft_actor_step(actor, temperature, inputs, batch, settings);
+                stats.actor_loss = Some(step.actor_loss);
+                stats.alpha = Some(temperature.alpha() as f64);
+                stats.temperature_loss = Some(step.temperature_loss);
+                let mut grads = step.actor_grads;
+                grads.extend(critic_grads);
+                grads.push(step.log_alpha_grad);
+                grads
+            }
+            (TrainedActor::Gaussian(_), None) => {
+                unreachable!("a Gaussian actor comes with its temperature")
+            }
         };
         Ok((grads, stats))
     }
 
-    /// Parameter counts: the actor's, then each critic's.
+    /// Parameter counts: the actor's, then each critic's (then log α's 1
+    /// with SAC's temperature).
     pub(crate) fn sizes(&self) -> Vec<usize> {
-        let mut sizes = vec![self.actor.module.num_params()];
+        let mut sizes = vec![self.actor.num_params()];
         sizes.extend(self.critics.iter().map(|c| c.module.num_params()));
+        if self.temperature.is_some() {
+            sizes.push(1);
+        }
         sizes
     }
 
-    /// One Adam step from a flat actor ‖ critics gradient (critics only
-    /// when `settings.update_actor` is false, as
+    /// One Adam step from a flat actor ‖ critics (‖ log α) gradient
+    /// (critics only when `settings.update_actor` is false, as
     /// [`ActorCritic::gradients`] made it).
     pub fn apply(&mut self, grads: &mut [f32], settings: &UpdateSettings) -> Result<()> {
         let sizes = self.sizes();
-        let parts = if settings.update_actor {
-            &sizes[..]
+        let critic_sizes = &sizes[1..1 + self.critics.len()];
+        let expected: usize = if settings.update_actor {
+            sizes.iter().sum()
         } else {
-            &sizes[1..]
+            critic_sizes.iter().sum()
         };
-        let expected: usize = parts.iter().sum();
         if grads.len() != expected {
-            let networks = if settings.update_actor {
-                "actor and critics"
-            } else {
-                "critics"
+            let networks = match (settings.update_actor, self.temperature.is_some()) {
+                (false, _) => "critics",
+                (true, false) => "actor and critics",
+                (true, true) => "actor, critics and log α",
             };
             return Err(Error::Shape(format!(
                 "gradient has {} values, {networks} have {expected}",
@@ -437,20 +554,25 @@ impl ActorCritic {
             )));
         }
         let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
+        let mut temperature = self.temperature.clone();
         let mut rest = grads;
         if settings.update_actor {
             let (part, tail) = rest.split_at_mut(sizes[0]);
             actor.step(part)?;
             rest = tail;
         }
-        for (critic, &size) in critics.iter_mut().zip(&sizes[1..]) {
+        for (critic, &size) in critics.iter_mut().zip(critic_sizes) {
             let (part, tail) = rest.split_at_mut(size);
             critic.step(part)?;
             rest = tail;
         }
+        if let (true, Some(temperature)) = (settings.update_actor, temperature.as_mut()) {
+            temperature.step(rest)?;
+        }
+        self.acting = actor.frozen();
         self.actor = actor;
         self.critics = critics;
-        self.acting = self.actor.module.valid();
+        self.temperature = temperature;
         self.stepped = true;
         Ok(())
     }
@@ -468,7 +590,8 @@ impl ActorCritic {
         Ok(stats)
     }
 
-    /// Moves the targets toward the trained networks: `θ' ← polyak·θ' + (1 − polyak)·θ`.
+    /// Moves the targets toward the trained networks: `θ' ← polyak·θ' + (1 − polyak)·θ`
+    /// (the critics', and the actor's when it has a target: SAC's has none).
     pub fn update_targets(&mut self, polyak: f64) -> Result<()> {
         let blend = |target: Vec<f32>, trained: Vec<f32>| -> Vec<f32> {
             let keep = polyak as f32;
@@ -478,8 +601,11 @@ impl ActorCritic {
                 .map(|(t, m)| keep * t + (1.0 - keep) * m)
                 .collect()
         };
-        let actor = blend(flatten(&self.target_actor), self.actor.parameters());
-        let target_actor = unflatten(self.target_actor.clone(), &actor)?;
+        let mut actor = self.actor.clone();
+        let target_actor = actor.target_parameters();
+        if !target_actor.is_empty() {
+            actor.set_target_parameters(&blend(target_actor, actor.parameters()))?;
+        }
         let target_critics = self
             .target_critics
             .iter()
@@ -489,16 +615,19 @@ impl ActorCritic {
                 unflatten(target.clone(), &blended)
             })
             .collect::<Result<Vec<_>>>()?;
-        self.target_actor = target_actor;
+        self.actor = actor;
         self.target_critics = target_critics;
         Ok(())
     }
 
-    /// Actor ‖ critic 1 ‖ critic 2 ‖ … parameters.
+    /// Actor ‖ critic 1 ‖ critic 2 ‖ … (‖ log α) parameters.
     pub fn parameters(&self) -> Vec<f32> {
         let mut flat = self.actor.parameters();
         for critic in &self.critics {
             flat.extend(critic.parameters());
+        }
+        if let Some(temperature) = &self.temperature {
+            flat.extend(temperature.parameters());
         }
         flat
     }
@@ -506,42 +635,52 @@ impl ActorCritic {
     /// Target actor ‖ target critics parameters (tests compare them).
     #[cfg(test)]
     pub(crate) fn target_parameters(&self) -> Vec<f32> {
-        let mut flat = flatten(&self.target_actor);
+        let mut flat = self.actor.target_parameters();
         for critic in &self.target_critics {
             flat.extend(flatten(critic));
         }
         flat
     }
 
-    /// Overwrites actor ‖ critics parameters. Before the first gradient step
-    /// the targets are reset to copies too (as at initialisation), so a
-    /// fresh agent given another worker's parameters matches it exactly;
-    /// afterwards targets are training state that only
+    /// Overwrites actor ‖ critics (‖ log α) parameters. Before the first
+    /// gradient step the targets are reset to copies too (as at
+    /// initialisation), so a fresh agent given another worker's parameters
+    /// matches it exactly; afterwards targets are training state that only
     /// [`ActorCritic::load_state`] replaces.
     pub fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
-        let parts = split_parameters(params, &self.sizes(), "actor and critics")?;
+        let what = if self.temperature.is_some() {
+            "actor, critics and log α"
+        } else {
+            "actor and critics"
+        };
+        let parts = split_parameters(params, &self.sizes(), what)?;
         let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
-        actor.set_parameters(parts[0])?;
+        let mut temperature = self.temperature.clone();
+        actor.set_parameters(parts[0], !self.stepped)?;
         for (critic, part) in critics.iter_mut().zip(&parts[1..]) {
             critic.set_parameters(part)?;
         }
+        if let Some(temperature) = temperature.as_mut() {
+            temperature.set_parameters(parts[parts.len() - 1])?;
+        }
+        self.acting = actor.frozen();
         self.actor = actor;
         self.critics = critics;
-        self.acting = self.actor.module.valid();
+        self.temperature = temperature;
         if !self.stepped {
-            self.target_actor = self.actor.module.valid();
             self.target_critics = self.critics.iter().map(|c| c.module.valid()).collect();
         }
         Ok(())
     }
 
-    /// Networks, targets and optimiser moments as bytes.
+    /// Networks, targets, temperature and optimiser moments as bytes.
     pub fn save_state(&self) -> Vec<u8> {
         postcard::to_stdvec(&ActorCriticState {
             actor: self.actor.save_state(),
             critics: self.critics.iter().map(Trained::save_state).collect(),
-            target_actor: flatten(&self.target_actor),
+            target_actor: self.actor.target_parameters(),
             target_critics: self.target_critics.iter().map(flatten).collect(),
+            temperature: self.temperature.as_ref().map(Temperature::save_state),
         })
         .expect("serialising plain vectors cannot fail")
     }
@@ -559,23 +698,41 @@ impl ActorCritic {
                 self.critics.len()
             )));
         }
+        let kind = |gaussian: bool| {
+            if gaussian {
+                "a Gaussian"
+            } else {
+                "a deterministic"
+            }
+        };
+        if state.temperature.is_some() != self.temperature.is_some() {
+            return Err(Error::Shape(format!(
+                "actor-critic state has {} actor, these networks {} one",
+                kind(state.temperature.is_some()),
+                kind(self.temperature.is_some())
+            )));
+        }
         let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
+        let mut temperature = self.temperature.clone();
         actor.load_state(&state.actor)?;
+        actor.set_target_parameters(&state.target_actor)?;
         for (critic, bytes) in critics.iter_mut().zip(&state.critics) {
             critic.load_state(bytes)?;
         }
-        let target_actor = unflatten(self.target_actor.clone(), &state.target_actor)?;
+        if let (Some(temperature), Some(bytes)) = (temperature.as_mut(), &state.temperature) {
+            temperature.load_state(bytes)?;
+        }
         let target_critics = self
             .target_critics
             .iter()
             .zip(&state.target_critics)
             .map(|(target, flat)| unflatten(target.clone(), flat))
             .collect::<Result<Vec<_>>>()?;
+        self.acting = actor.frozen();
         self.actor = actor;
         self.critics = critics;
-        self.target_actor = target_actor;
         self.target_critics = target_critics;
-        self.acting = self.actor.module.valid();
+        self.temperature = temperature;
         self.stepped = true;
         Ok(())
     }
@@ -598,6 +755,8 @@ mod tests {
             max_grad_norm: None,
             value_bound: None,
             critics: 1,
+            actor: ActorKind::Deterministic,
+            temperature: TemperatureConfig::default(),
         };
         ActorCritic::new(&config, seed)
     }
@@ -717,6 +876,8 @@ mod tests {
             max_grad_norm: None,
             value_bound: bound,
             critics,
+            actor: ActorKind::Deterministic,
+            temperature: TemperatureConfig::default(),
         };
         let mut networks = ActorCritic::new(&config, 11);
         let target: Vec<f32> = networks.parameters();
@@ -748,6 +909,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            action_noise: Vec::new(),
         };
         let settings = UpdateSettings {
             gamma: 0.9,
@@ -816,6 +978,8 @@ mod tests {
                 max_grad_norm: None,
                 value_bound: None,
                 critics: 1,
+                actor: ActorKind::Deterministic,
+                temperature: TemperatureConfig::default(),
             }
         };
         let mut networks = ActorCritic::new(&config, 4);
@@ -826,6 +990,7 @@ mod tests {
             rewards: vec![-1.0, 0.0],
             terminals: vec![false, false],
             next_action_noise: vec![0.3, -1.2, 2.0, 0.1],
+            action_noise: Vec::new(),
         };
         let delayed = UpdateSettings {
             target_policy_noise: 0.2,
@@ -885,6 +1050,8 @@ mod tests {
                     max_grad_norm: None,
                     value_bound: None,
                     critics: 2,
+                    actor: ActorKind::Deterministic,
+                    temperature: TemperatureConfig::default(),
                 },
                 seed,
             )
@@ -897,6 +1064,7 @@ mod tests {
             rewards: vec![-1.0],
             terminals: vec![false],
             next_action_noise: Vec::new(),
+            action_noise: Vec::new(),
         };
         let settings = UpdateSettings::ddpg(0.9, 1.0, None);
         trained.update(&batch, &settings, &mut Alone).unwrap();
@@ -928,6 +1096,7 @@ mod tests {
             rewards: vec![5.0, 5.0],
             terminals: vec![true, true],
             next_action_noise: Vec::new(),
+            action_noise: Vec::new(),
         };
         let q = networks.q_values(&batch.inputs, &batch.actions);
         let mean_sq = |y: f32| q.iter().map(|v| ((v - y) as f64).powi(2)).sum::<f64>() / 2.0;
@@ -952,6 +1121,7 @@ mod tests {
             rewards: vec![-1.0],
             terminals: vec![false],
             next_action_noise: Vec::new(),
+            action_noise: Vec::new(),
         };
         let settings = UpdateSettings::ddpg(0.9, 1.0, None);
         networks.update(&batch, &settings, &mut Alone).unwrap();

@@ -1,4 +1,4 @@
-//! DDPG (Lillicrap et al., 2016) with hindsight experience replay (Andrychowicz et al., 2017), as in OpenAI baselines' `her`; TD3 (Fujimoto et al., 2018) is the same agent with four settings changed.
+//! DDPG (Lillicrap et al., 2016) with hindsight experience replay (Andrychowicz et al., 2017), as in OpenAI baselines' `her`; TD3 (Fujimoto et al., 2018) is the same agent with four settings changed, SAC (Haarnoja et al., 2018) with a Gaussian actor and a learned temperature.
 //!
 //! Read top to bottom: the config with baselines' defaults, the frozen
 //! policy ([`DdpgPolicy`]), then the agent: collecting an episode, storing
@@ -29,11 +29,22 @@
 //! by `n_batches` updates, and with `policy_delay = 1`, one critic and no
 //! noise the agent is exactly DDPG.
 //!
+//! # SAC
+//!
+//! [`DdpgConfig::sac`] sets `actor = gaussian` (SAC's squashed Gaussian
+//! actor, no target actor, a temperature α learned toward the target
+//! entropy), twin critics, no target smoothing and no exploration noise of
+//! its own: the agent explores by sampling its policy (uniformly during
+//! `learning_starts`) and evaluates `tanh` of the policy's mean. The
+//! update's SAC part is `actor_critic/sac.rs`; the schedule stays the
+//! cycles above (see [`DdpgConfig::sac`] for why).
+//!
 //! # Reproducibility
 //!
 //! Episode `k` of a run always resets its environment with the seed derived
 //! from `(seed, k)` and explores with generators derived from `(seed, k)`;
-//! training round `r` samples with a generator derived from `(seed, r)`. The
+//! training round `r` samples with a generator derived from `(seed, r)`,
+//! and draws TD3's smoothing noise and SAC's actions from it too. The
 //! counters are part of the state, the replay buffer is the memory, so
 //! `save_state` + `save_memory` → `load_state` + `load_memory` → continue
 //! gives exactly the numbers of an uninterrupted run.
@@ -56,9 +67,12 @@ use shoal_rl_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
     Result, Space, StopFlag, derive_seed, evaluate_policy_with, rng_from_seed,
 };
-use shoal_rl_policy::{Actor, GoalNormalizer, NoiseKind};
+use shoal_rl_policy::{GoalNormalizer, NoiseKind};
 
-use crate::actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateTally};
+use crate::actor_critic::{
+    ActorCritic, ActorCriticConfig, ActorKind, FrozenActor, NetBatch, TemperatureConfig,
+    UpdateSettings, UpdateTally,
+};
 use crate::check;
 use crate::her::{
     HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch, sample_batch,
@@ -143,6 +157,23 @@ pub struct DdpgConfig {
     /// The target smoothing noise is clipped to ±this, in `[-1, 1]` action
     /// units (TD3: 0.5). Default 0.5.
     pub target_noise_clip: f64,
+    /// The actor: `deterministic` (DDPG, TD3) or `gaussian`, SAC's squashed
+    /// Gaussian actor (no target actor; it explores by sampling itself,
+    /// evaluates `tanh` of its mean, and an entropy term with temperature α
+    /// enters the critic target and the actor loss). Default `deterministic`.
+    pub actor: ActorKind,
+    /// SAC's temperature α at the start (Stable-Baselines3's `ent_coef =
+    /// "auto"`: 1.0); only with `actor = "gaussian"`. Default 1.0.
+    pub init_alpha: f64,
+    /// The entropy SAC's temperature steers the policy toward (absent: minus
+    /// the number of action components, the SAC paper's and SB3's choice);
+    /// only with `actor = "gaussian"`. Default absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_entropy: Option<f64>,
+    /// Learn SAC's temperature (automatic entropy tuning, with Adam at
+    /// `actor_lr` as SB3 has it); false: α stays `init_alpha`. Only with
+    /// `actor = "gaussian"`. Default true.
+    pub learn_alpha: bool,
     /// Source of hindsight goals. Default `future`.
     pub her_strategy: HerStrategy,
     /// Hindsight goals per real goal (relabel probability `k/(1+k)`). Default 4.
@@ -189,6 +220,10 @@ impl Default for DdpgConfig {
             policy_delay: 1,
             target_policy_noise: 0.0,
             target_noise_clip: 0.5,
+            actor: ActorKind::Deterministic,
+            init_alpha: 1.0,
+            target_entropy: None,
+            learn_alpha: true,
             her_strategy: HerStrategy::Future,
             her_k: 4,
             her_skip_static: false,
@@ -222,6 +257,49 @@ impl DdpgConfig {
             target_policy_noise: 0.2,
             target_noise_clip: 0.5,
             ..DdpgConfig::default()
+        }
+    }
+
+    /// SAC (Haarnoja et al., 2018, with automatic entropy tuning) with HER:
+    /// the Gaussian actor, twin critics, the actor stepped every update, no
+    /// target smoothing, and neither random actions nor added noise (the
+    /// policy's own samples explore); α starts at 1.0 and is learned toward
+    /// the entropy `−|A|` (SB3's `SAC` defaults).
+    ///
+    /// Three settings differ from SB3's SAC, to keep `sac` a variant of
+    /// shoal's DDPG + HER rather than another schedule:
+    ///
+    /// - the schedule stays shoal's cycles (2 episodes, then 40 updates of
+    ///   256 transitions) with the targets moved once per round by
+    ///   `polyak = 0.95`, where SB3 trains after every environment step
+    ///   (`train_freq = 1`, `gradient_steps = 1`) and moves the targets by
+    ///   τ = 0.005 after every update: the three variants then see the same
+    ///   data per update and average gradients across workers by the same
+    ///   rules (`train_every = step` cannot average);
+    /// - `action_l2 = 0`: the entropy term already keeps the squashed
+    ///   actor off its bounds, which is what DDPG's penalty is for;
+    /// - `clip_target = false`: a soft value includes the entropy bonus
+    ///   `−α·log π`, so it leaves DDPG's `[−1/(1−γ), 0]`; SB3 clips nothing.
+    pub fn sac() -> Self {
+        DdpgConfig {
+            actor: ActorKind::Gaussian,
+            n_critics: 2,
+            policy_delay: 1,
+            target_policy_noise: 0.0,
+            random_eps: 0.0,
+            noise_eps: 0.0,
+            action_l2: 0.0,
+            clip_target: false,
+            ..DdpgConfig::default()
+        }
+    }
+
+    /// SAC's temperature settings, as the networks take them.
+    pub fn temperature(&self) -> TemperatureConfig {
+        TemperatureConfig {
+            init_alpha: self.init_alpha,
+            target_entropy: self.target_entropy,
+            learn: self.learn_alpha,
         }
     }
 
@@ -268,6 +346,19 @@ impl DdpgConfig {
         if !(self.target_noise_clip.is_finite() && self.target_noise_clip >= 0.0) {
             return bad("target_noise_clip", "must be finite and non-negative");
         }
+        if !(self.init_alpha.is_finite() && self.init_alpha > 0.0) {
+            return bad("init_alpha", "must be finite and positive");
+        }
+        if self.target_entropy.is_some_and(|h| !h.is_finite()) {
+            return bad("target_entropy", "must be finite");
+        }
+        if self.actor == ActorKind::Gaussian && self.target_policy_noise > 0.0 {
+            return bad(
+                "target_policy_noise",
+                "must be 0 with actor = \"gaussian\": SAC's action at the next state is drawn \
+                 from the policy already",
+            );
+        }
         if self.her_k > check::MAX_HER_K {
             return bad("her_k", "must be at most 64");
         }
@@ -308,12 +399,13 @@ impl DdpgConfig {
 // The frozen policy
 // -------------------------------------------------------------------------
 
-/// A trained DDPG actor frozen for evaluation: normalises goal-env
-/// observations `[observation | achieved_goal | desired_goal]` like the agent
-/// and acts deterministically.
+/// A trained DDPG (TD3, SAC) actor frozen for evaluation: normalises
+/// goal-env observations `[observation | achieved_goal | desired_goal]`
+/// like the agent and acts deterministically (SAC: `tanh` of the policy's
+/// mean); [`Policy::try_sample`] draws SAC's actions as the agent explores.
 #[derive(Clone, Debug)]
 pub struct DdpgPolicy {
-    actor: Actor,
+    actor: FrozenActor,
     norms: GoalNormalizer,
     clip_obs: f32,
     action_space: Space,
@@ -324,6 +416,20 @@ impl DdpgPolicy {
     /// The action in the actor's `[-1, 1]` scale, or a shape error when `obs`
     /// does not have the environment's layout.
     pub fn unit_action(&self, obs: &[f32]) -> Result<Vec<f32>> {
+        let (o, goal) = self.split(obs)?;
+        self.unit_action_for(o, goal)
+    }
+
+    /// A drawn action in `[-1, 1]` (SAC's Gaussian actor, with standard
+    /// normal draws from `rng`; the deterministic actor's action, drawing
+    /// nothing), or a shape error when `obs` does not have the layout.
+    pub fn unit_sample(&self, obs: &[f32], rng: &mut dyn rand::Rng) -> Result<Vec<f32>> {
+        let (o, goal) = self.split(obs)?;
+        self.unit_sample_for(o, goal, rng)
+    }
+
+    /// The observation part and the desired goal of a full observation.
+    fn split<'a>(&self, obs: &'a [f32]) -> Result<(&'a [f32], &'a [f32])> {
         let (o, g) = (self.norms.obs.dim(), self.norms.goal.dim());
         if obs.len() != o + 2 * g {
             return Err(Error::Shape(format!(
@@ -331,15 +437,40 @@ impl DdpgPolicy {
                 obs.len()
             )));
         }
-        self.unit_action_for(&obs[..o], &obs[o + g..])
+        Ok((&obs[..o], &obs[o + g..]))
+    }
+
+    /// The normalised network input for observation part `obs` and goal `goal`.
+    fn input_for(&self, obs: &[f32], goal: &[f32]) -> Result<Vec<f32>> {
+        let mut input = Vec::with_capacity(obs.len() + goal.len());
+        self.norms
+            .push_input(obs, goal, self.clip_obs, &mut input)?;
+        Ok(input)
     }
 
     /// The action in `[-1, 1]` for observation part `obs` and desired goal `goal`.
     fn unit_action_for(&self, obs: &[f32], goal: &[f32]) -> Result<Vec<f32>> {
-        let mut input = Vec::with_capacity(obs.len() + goal.len());
-        self.norms
-            .push_input(obs, goal, self.clip_obs, &mut input)?;
-        Ok(self.actor.act(&input, &self.device))
+        Ok(self.actor.act(&self.input_for(obs, goal)?, &self.device))
+    }
+
+    /// [`DdpgPolicy::unit_sample`] for observation part `obs` and goal `goal`.
+    fn unit_sample_for(
+        &self,
+        obs: &[f32],
+        goal: &[f32],
+        rng: &mut dyn rand::Rng,
+    ) -> Result<Vec<f32>> {
+        let input = self.input_for(obs, goal)?;
+        if !self.actor.is_stochastic() {
+            return Ok(self.actor.act(&input, &self.device));
+        }
+        let draws: Vec<f32> = (0..self.action_space.dim())
+            .map(|_| StandardNormal.sample(&mut *rng))
+            .collect();
+        Ok(self
+            .actor
+            .sample(&input, &draws, &self.device)
+            .expect("a stochastic actor samples"))
     }
 
     /// The action in the environment's bounds, or a shape error.
@@ -359,6 +490,14 @@ impl Policy for DdpgPolicy {
     fn try_act(&self, obs: &[f32]) -> Result<Vec<f32>> {
         DdpgPolicy::try_act(self, obs)
     }
+
+    /// SAC's Gaussian actor: an action drawn with `rng`, in the
+    /// environment's bounds; the deterministic actor: its action.
+    fn try_sample(&self, obs: &[f32], rng: &mut dyn rand::Rng) -> Result<Vec<f32>> {
+        Ok(self
+            .action_space
+            .from_symmetric(&self.unit_sample(obs, rng)?))
+    }
 }
 
 // -------------------------------------------------------------------------
@@ -373,8 +512,8 @@ const NORMALIZER_STREAM: u64 = 4 << 40;
 const ROUND_STREAM: u64 = 5 << 40;
 
 /// Bumped whenever [`DdpgState`]'s layout changes (2: the networks hold a
-/// list of critics, for TD3's two).
-const STATE_VERSION: u32 = 2;
+/// list of critics, for TD3's two; 3: and SAC's temperature).
+const STATE_VERSION: u32 = 3;
 
 /// Everything [`Ddpg`] changes while training, except the replay buffer.
 #[derive(Serialize, Deserialize)]
@@ -457,6 +596,8 @@ impl<E: GoalEnv> Ddpg<E> {
                 max_grad_norm: config.max_grad_norm,
                 value_bound: None,
                 critics: config.n_critics,
+                actor: config.actor,
+                temperature: config.temperature(),
             },
             seed,
         );
@@ -574,7 +715,8 @@ impl<E: GoalEnv> Ddpg<E> {
 
     /// Plays episode `k = self.episodes` with exploration: with probability
     /// `random_eps` (always, during warm-up) a uniform random action, else the
-    /// actor's action plus noise, clipped to `[-1, 1]`. With
+    /// actor's action (SAC's: drawn from the policy with the episode's
+    /// generator) plus noise, clipped to `[-1, 1]`. With
     /// `train_every = step`, trains after every step.
     fn collect_episode(
         &mut self,
@@ -600,8 +742,9 @@ impl<E: GoalEnv> Ddpg<E> {
                     .map(|_| rng.random_range(-1.0f32..=1.0))
                     .collect()
             } else {
-                let mean = policy.unit_action_for(&obs, &desired)?;
-                mean.iter()
+                let action = policy.unit_sample_for(&obs, &desired, &mut rng)?;
+                action
+                    .iter()
                     .zip(noise.sample())
                     .map(|(a, n)| (a + n).clamp(-1.0, 1.0))
                     .collect()
@@ -678,12 +821,13 @@ impl<E: GoalEnv> Ddpg<E> {
     }
 
     /// Turns the sampled transitions into network inputs; with target
-    /// smoothing, draws its standard normal noise from `rng` (the round's
-    /// generator, after the batch's samples: seeded by `(seed, round)`, so
-    /// a resumed run draws the same, and drawn nothing from without
-    /// smoothing, so DDPG's batches stay what they were). Averaging workers
-    /// draw different noise for their different batches; their networks
-    /// stay identical because only the averaged gradient steps them.
+    /// smoothing or SAC's Gaussian actor, draws the standard normal noise
+    /// from `rng` (the round's generator, after the batch's samples: seeded
+    /// by `(seed, round)`, so a resumed run draws the same, and drawn
+    /// nothing from otherwise, so DDPG's batches stay what they were): at
+    /// `s'` first, then SAC's at `s`. Averaging workers draw different
+    /// noise for their different batches; their networks stay identical
+    /// because only the averaged gradient steps them.
     fn prepare_batch(&mut self, rng: &mut impl rand::Rng) -> Result<()> {
         let (batch, out) = (&self.transitions, &mut self.net_batch);
         let (d, clip) = (self.dims, self.config.clip_obs as f32);
@@ -702,12 +846,20 @@ impl<E: GoalEnv> Ddpg<E> {
         out.actions.clone_from(&batch.actions);
         out.rewards.clone_from(&batch.rewards);
         out.terminals.clone_from(&batch.terminals);
-        out.next_action_noise.clear();
-        if self.config.target_policy_noise > 0.0 {
-            out.next_action_noise.extend(
-                (0..batch.actions.len()).map(|_| -> f32 { StandardNormal.sample(&mut *rng) }),
-            );
-        }
+        let gaussian = self.config.actor == ActorKind::Gaussian;
+        let mut draw = |into: &mut Vec<f32>, used: bool| {
+            into.clear();
+            if used {
+                into.extend(
+                    (0..batch.actions.len()).map(|_| -> f32 { StandardNormal.sample(&mut *rng) }),
+                );
+            }
+        };
+        draw(
+            &mut out.next_action_noise,
+            gaussian || self.config.target_policy_noise > 0.0,
+        );
+        draw(&mut out.action_noise, gaussian);
         Ok(())
     }
 
@@ -798,6 +950,12 @@ impl<E: GoalEnv> Ddpg<E> {
                     tally.relabelled / tally.networks.updates as f64,
                 ),
             ]);
+            if let Some((alpha, loss)) = means.temperature {
+                report.scalars.extend([
+                    ("charts/alpha".to_string(), alpha),
+                    ("losses/temperature".to_string(), loss),
+                ]);
+            }
             report.scalars.extend(tally.relabels.shares());
         }
         report.scalars.extend([
@@ -964,6 +1122,90 @@ mod tests {
         }
     }
 
+    /// [`small`] as SAC: the Gaussian actor, twin critics, a learned
+    /// temperature, exploration by the policy's own draws.
+    fn small_sac() -> DdpgConfig {
+        DdpgConfig {
+            hidden: vec![32, 32],
+            batch_size: 32,
+            n_batches: 4,
+            buffer_size: 10_000,
+            ..DdpgConfig::sac()
+        }
+    }
+
+    #[test]
+    fn resumed_sac_run_matches_an_uninterrupted_one_bit_for_bit() {
+        assert_resumes_exactly(small_sac());
+    }
+
+    #[test]
+    fn sac_runs_repeat_exactly_and_carry_log_alpha_after_the_networks() {
+        let run = |config: DdpgConfig| {
+            let mut learner = agent(config, 8);
+            let report = learner.learn(4).unwrap();
+            (learner.parameters(), comparable(&learner), report)
+        };
+        let sac = run(small_sac());
+        let again = run(small_sac());
+        assert!(again.0 == sac.0 && again.1 == sac.1);
+        assert_eq!(again.2, sac.2);
+        let sizes = agent(small_sac(), 8).networks().sizes();
+        assert_eq!(sizes.len(), 4, "actor, two critics, log α");
+        assert_eq!(sac.0.len(), sizes.iter().sum::<usize>());
+        // log α is learned: it left ln 1 = 0, and the report shows α.
+        let log_alpha = sac.0[sac.0.len() - 1];
+        assert!(log_alpha < 0.0, "{log_alpha}");
+        let alpha = sac.2.scalars.iter().find(|(k, _)| k == "charts/alpha");
+        assert!(
+            alpha.is_some_and(|(_, a)| *a > 0.0 && *a <= 1.0),
+            "{alpha:?}"
+        );
+        // α held: log α stays, and the runs differ.
+        let fixed = run(DdpgConfig {
+            learn_alpha: false,
+            ..small_sac()
+        });
+        assert_eq!(fixed.0[fixed.0.len() - 1], 0.0);
+        assert!(fixed.0 != sac.0);
+    }
+
+    #[test]
+    fn the_frozen_sac_policy_evaluates_the_mean_and_samples_with_the_callers_rng() {
+        let mut learner = agent(small_sac(), 3);
+        learner.learn(4).unwrap();
+        let policy = learner.frozen_policy();
+        let obs = [0.1, 0.2, 0.0, 0.0, 0.1, 0.2, 0.3, 0.4];
+        let mean = policy.try_act(&obs).unwrap();
+        assert_eq!(policy.try_act(&obs).unwrap(), mean);
+        let sample = |seed| Policy::try_sample(&policy, &obs, &mut rng_from_seed(seed)).unwrap();
+        let (first, again, other) = (sample(5), sample(5), sample(6));
+        assert_eq!(first, again, "the caller's seed decides the draw");
+        assert!(first != other && first != mean);
+        assert!(Space::uniform(2, -1.0, 1.0).contains(&first));
+        // By hand: tanh(μ + σ·ε) with ε the first two standard normal
+        // draws of the caller's generator.
+        let input = policy.input_for(&obs[..4], &obs[6..]).unwrap();
+        let FrozenActor::Gaussian(actor) = &policy.actor else {
+            panic!("SAC's policy is Gaussian")
+        };
+        let mut rng = rng_from_seed(5);
+        let draws: Vec<f32> = (0..2).map(|_| StandardNormal.sample(&mut rng)).collect();
+        let unit = actor.sample_row(&input, &draws, &policy.device);
+        assert_eq!(
+            policy.unit_sample(&obs, &mut rng_from_seed(5)).unwrap(),
+            unit
+        );
+        assert_eq!(first, policy.action_space.from_symmetric(&unit));
+        // DDPG's policy samples its deterministic action.
+        let ddpg = agent(small(), 3).frozen_policy();
+        let action = ddpg.try_act(&obs).unwrap();
+        assert_eq!(
+            Policy::try_sample(&ddpg, &obs, &mut rng_from_seed(5)).unwrap(),
+            action
+        );
+    }
+
     #[test]
     fn resumed_run_matches_an_uninterrupted_one_bit_for_bit() {
         assert_resumes_exactly(small());
@@ -1080,6 +1322,11 @@ mod tests {
         assert_workers_agree(small_td3());
     }
 
+    #[test]
+    fn two_averaging_sac_workers_keep_identical_networks_temperature_and_normalisers() {
+        assert_workers_agree(small_sac());
+    }
+
     fn assert_workers_agree(config: DdpgConfig) {
         let start = agent(config.clone(), 100).parameters();
         let results = two_workers(|rank, reducer| {
@@ -1095,8 +1342,21 @@ mod tests {
             "workers should see different episodes"
         );
         assert!(results[0].0 == results[1].0, "networks must agree");
+        // Everything but the env steps, which are each worker's own: an
+        // episode that reaches its goal early (SAC's sampled actions do on
+        // this task) ends early.
+        let shared = |c: &Comparable| {
+            let [episodes, _, rounds, updates] = c.3;
+            (
+                c.0.clone(),
+                c.1.clone(),
+                c.2.clone(),
+                [episodes, rounds, updates],
+            )
+        };
         assert_eq!(
-            results[0].1, results[1].1,
+            shared(&results[0].1),
+            shared(&results[1].1),
             "targets, normalisers, counters must agree"
         );
         assert!(results[0].1.3[3] > 0, "some updates happened");
@@ -1361,6 +1621,27 @@ mod tests {
                 },
                 "ddpg target_noise_clip must be finite and non-negative",
             ),
+            (
+                DdpgConfig {
+                    init_alpha: 0.0,
+                    ..small_sac()
+                },
+                "ddpg init_alpha must be finite and positive",
+            ),
+            (
+                DdpgConfig {
+                    target_entropy: Some(f64::INFINITY),
+                    ..small_sac()
+                },
+                "ddpg target_entropy must be finite",
+            ),
+            (
+                DdpgConfig {
+                    target_policy_noise: 0.2,
+                    ..small_sac()
+                },
+                "ddpg target_policy_noise must be 0 with actor = \"gaussian\"",
+            ),
         ] {
             let error = Ddpg::new(config, point_goal(STEPS), point_goal(STEPS), 0)
                 .err()
@@ -1406,6 +1687,11 @@ mod tests {
     #[test]
     fn td3_with_her_learns_to_reach_goals() {
         assert_learns_to_reach_goals(DdpgConfig::td3());
+    }
+
+    #[test]
+    fn sac_with_her_learns_to_reach_goals() {
+        assert_learns_to_reach_goals(DdpgConfig::sac());
     }
 
     /// 300 episodes of `base` with small networks on the test task: the

@@ -40,7 +40,10 @@ mod versioned;
 #[cfg(test)]
 mod testutil;
 
-pub use actor_critic::{ActorCritic, ActorCriticConfig, NetBatch, UpdateSettings, UpdateStats};
+pub use actor_critic::{
+    ActorCritic, ActorCriticConfig, ActorKind, FrozenActor, NetBatch, TemperatureConfig,
+    UpdateSettings, UpdateStats,
+};
 pub use check::{MAX_BATCH, MAX_HER_K, MAX_HORIZON, MAX_LAYERS, MAX_WIDTH};
 pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, TrainEvery};
 pub use hac::{

@@ -24,8 +24,9 @@ const NOISE_STREAM: u64 = 4 << 40;
 const ROUND_STREAM: u64 = 5 << 40;
 
 /// Bumped whenever [`HacState`]'s layout changes (2: each level's
-/// networks hold a list of critics, for TD3's two).
-const STATE_VERSION: u32 = 2;
+/// networks hold a list of critics, for TD3's two; 3: and SAC's
+/// temperature, absent for HAC's deterministic actors).
+const STATE_VERSION: u32 = 3;
 
 /// Everything [`Hac`] changes while training, except the buffers.
 #[derive(Serialize, Deserialize)]

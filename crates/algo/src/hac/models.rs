@@ -7,7 +7,7 @@ use shoal_rl_policy::GoalNormalizer;
 
 use super::agent::MODEL_STREAM;
 use super::config::HacConfig;
-use crate::actor_critic::{ActorCritic, ActorCriticConfig};
+use crate::actor_critic::{ActorCritic, ActorCriticConfig, ActorKind, TemperatureConfig};
 use crate::transition_buffer::{Transition, TransitionDims};
 
 /// One level's networks and input normalisers.
@@ -68,6 +68,8 @@ impl HacModels {
                         max_grad_norm: config.max_grad_norm,
                         value_bound: config.value_bound(),
                         critics: 1,
+                        actor: ActorKind::Deterministic,
+                        temperature: TemperatureConfig::default(),
                     },
                     derive_seed(seed, MODEL_STREAM + level as u64),
                 );
