@@ -1204,6 +1204,7 @@ const TESTED_PRESETS: &[&str] = &[
     "ball-ddpg-her",
     "toy-ddpg-her",
     "push-td3-her",
+    "push-sac-her",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
@@ -1303,6 +1304,11 @@ fn preset_toy_ddpg_her_runs_end_to_end() {
 #[test]
 fn preset_push_td3_her_runs_end_to_end() {
     run_preset("push-td3-her", 2, FEW_UPDATES, true);
+}
+
+#[test]
+fn preset_push_sac_her_runs_end_to_end() {
+    run_preset("push-sac-her", 2, FEW_UPDATES, true);
 }
 
 #[test]

@@ -219,6 +219,20 @@ impl AlgoRegistry {
                 .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
             )
             .with(
+                // SAC is DDPG's agent with a Gaussian actor and SAC's
+                // settings (`DdpgConfig::sac`, which says why the cycle
+                // schedule stays).
+                AlgoEntry::new::<DdpgConfig>(
+                    "sac",
+                    "SAC (Gaussian actor, twin critics, learned temperature) with hindsight \
+                     experience replay",
+                    |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
+                )
+                .defaults(|| table_of(&DdpgConfig::sac()).expect("SAC's settings are TOML"))
+                .goal_env()
+                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
+            )
+            .with(
                 AlgoEntry::new::<HacConfig>(
                     "hac",
                     "hierarchical actor-critic (HAC) with HER on every level",
@@ -275,7 +289,8 @@ impl AlgoRegistry {
 // ---- shoal's own algorithms: each entry's factories ----
 
 /// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
-/// settings; TD3's too (`td3` is the same agent with its own defaults).
+/// settings; TD3's and SAC's too (`td3` and `sac` are the same agent with
+/// their own defaults).
 pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box<dyn GoalEnv>>> {
     let mut algo: DdpgConfig = cfg.algo.settings()?;
     if cfg.parallel.strategy == StrategyKind::Averaging {
@@ -456,7 +471,7 @@ mod tests {
                 .get("dqn")
                 .unwrap_err()
                 .to_string()
-                .contains("reinforce, ppo, ddpg, td3, hac")
+                .contains("reinforce, ppo, ddpg, td3, sac, hac")
         );
     }
 
@@ -500,6 +515,29 @@ mod tests {
         sparse.insert("n_critic".into(), toml::Value::Integer(2));
         let refused = td3.complete(&sparse).unwrap_err().to_string();
         assert!(refused.contains("unknown field `n_critic`"), "{refused}");
+    }
+
+    #[test]
+    fn sac_is_ddpg_with_sac_defaults_for_the_keys_a_config_leaves_out() {
+        let algos = AlgoRegistry::builtin();
+        let sac = algos.get("sac").unwrap();
+        let mut sparse = toml::Table::new();
+        sparse.insert("init_alpha".into(), toml::Value::Float(0.1));
+        let full: DdpgConfig = settings_of(&sac.complete(&sparse).unwrap()).unwrap();
+        assert_eq!(
+            full,
+            DdpgConfig {
+                init_alpha: 0.1,
+                ..DdpgConfig::sac()
+            }
+        );
+        assert_eq!(full.actor, shoal_rl_algo::ActorKind::Gaussian);
+        sparse.insert("actor".into(), toml::Value::String("stochastic".into()));
+        let refused = sac.complete(&sparse).unwrap_err().to_string();
+        assert!(
+            refused.contains("unknown variant `stochastic`"),
+            "{refused}"
+        );
     }
 
     #[test]

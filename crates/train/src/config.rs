@@ -385,7 +385,7 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
 
 /// The algorithm kinds trained by DDPG's agent ([`shoal_rl_algo::Ddpg`]),
 /// which share its rules for averaging workers.
-const DDPG_AGENT_KINDS: &[&str] = &["ddpg", "td3"];
+const DDPG_AGENT_KINDS: &[&str] = &["ddpg", "td3", "sac"];
 
 macro_rules! presets {
     ($($name:literal),* $(,)?) => {
@@ -413,6 +413,7 @@ pub const PRESETS: &[Preset] = presets![
     "ball-ddpg-her",
     "toy-ddpg-her",
     "push-td3-her",
+    "push-sac-her",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
@@ -534,7 +535,7 @@ impl RunConfig {
         };
         match self.parallel.strategy {
             StrategyKind::Averaging if workers > 1 => {
-                // TD3 is DDPG's agent with other settings: the same rules.
+                // TD3 and SAC are DDPG's agent with other settings: the same rules.
                 let kind = self.algo.kind().to_string();
                 let ddpg_agent = DDPG_AGENT_KINDS.contains(&kind.as_str());
                 if (ddpg_agent || kind == "hac") && !named("train.episodes") {
