@@ -224,6 +224,100 @@ struct ActorCriticState {
     temperature: Option<Vec<u8>>,
 }
 
+/// The layout of [`ActorCriticState`] before TD3 (one critic): DDPG and HAC
+/// states of version 1.
+#[derive(Deserialize)]
+struct OneCriticState {
+    actor: Vec<u8>,
+    critic: Vec<u8>,
+    target_actor: Vec<f32>,
+    target_critic: Vec<f32>,
+}
+
+/// The layout before SAC (no temperature): DDPG and HAC states of version 2.
+#[derive(Deserialize)]
+struct NoTemperatureState {
+    actor: Vec<u8>,
+    critics: Vec<Vec<u8>>,
+    target_actor: Vec<f32>,
+    target_critics: Vec<Vec<f32>>,
+}
+
+/// Networks saved by a DDPG or HAC state of `version` (1: one critic, 2:
+/// twin critics without SAC's temperature, 3: today's), re-encoded in
+/// today's layout for [`ActorCritic::load_state`], so checkpoints written
+/// before TD3 and SAC still resume.
+pub(crate) fn upgrade_state(bytes: &[u8], version: u32) -> Result<Vec<u8>> {
+    let unreadable =
+        |e: postcard::Error| Error::Shape(format!("actor-critic state is unreadable: {e}"));
+    let state = match version {
+        1 => {
+            let old: OneCriticState = postcard::from_bytes(bytes).map_err(unreadable)?;
+            ActorCriticState {
+                actor: old.actor,
+                critics: vec![old.critic],
+                target_actor: old.target_actor,
+                target_critics: vec![old.target_critic],
+                temperature: None,
+            }
+        }
+        2 => {
+            let old: NoTemperatureState = postcard::from_bytes(bytes).map_err(unreadable)?;
+            ActorCriticState {
+                actor: old.actor,
+                critics: old.critics,
+                target_actor: old.target_actor,
+                target_critics: old.target_critics,
+                temperature: None,
+            }
+        }
+        _ => return Ok(bytes.to_vec()),
+    };
+    Ok(postcard::to_stdvec(&state).expect("serialising plain vectors cannot fail"))
+}
+
+/// `bytes` (today's layout, deterministic actor) in the layout DDPG and HAC
+/// states of `version` 1 or 2 wrote, field by field as those versions
+/// declared them: what [`upgrade_state`]'s tests read back.
+#[cfg(test)]
+pub(crate) fn in_old_layout(bytes: &[u8], version: u32) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Version1 {
+        actor: Vec<u8>,
+        critic: Vec<u8>,
+        target_actor: Vec<f32>,
+        target_critic: Vec<f32>,
+    }
+    #[derive(Serialize)]
+    struct Version2 {
+        actor: Vec<u8>,
+        critics: Vec<Vec<u8>>,
+        target_actor: Vec<f32>,
+        target_critics: Vec<Vec<f32>>,
+    }
+    let state: ActorCriticState = postcard::from_bytes(bytes).unwrap();
+    assert!(
+        state.temperature.is_none(),
+        "older layouts had no temperature"
+    );
+    match version {
+        1 => postcard::to_stdvec(&Version1 {
+            actor: state.actor,
+            critic: state.critics.into_iter().next().unwrap(),
+            target_actor: state.target_actor,
+            target_critic: state.target_critics.into_iter().next().unwrap(),
+        }),
+        2 => postcard::to_stdvec(&Version2 {
+            actor: state.actor,
+            critics: state.critics,
+            target_actor: state.target_actor,
+            target_critics: state.target_critics,
+        }),
+        _ => panic!("no layout {version}"),
+    }
+    .unwrap()
+}
+
 /// DDPG's (TD3's, SAC's) networks and optimisers, and one gradient step on a batch.
 ///
 /// Kept apart from the agent so other algorithms (HAC levels, agents sharing

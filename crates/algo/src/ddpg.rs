@@ -69,6 +69,7 @@ use shoal_rl_core::{
 };
 use shoal_rl_policy::{GoalNormalizer, NoiseKind};
 
+use crate::actor_critic::upgrade_state;
 use crate::actor_critic::{
     ActorCritic, ActorCriticConfig, ActorKind, FrozenActor, NetBatch, TemperatureConfig,
     UpdateSettings, UpdateTally,
@@ -1019,9 +1020,10 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let state: DdpgState = read_state("DDPG state", bytes, STATE_VERSION, |s: &DdpgState| {
-            s.version
-        })?;
+        let state: DdpgState =
+            read_state("DDPG state", bytes, 1..=STATE_VERSION, |s: &DdpgState| {
+                s.version
+            })?;
         if state.norms.obs.dim() != self.dims.obs || state.norms.goal.dim() != self.dims.goal {
             return Err(Error::Shape(format!(
                 "DDPG state normalises {} + {} features, this agent {} + {}",
@@ -1032,7 +1034,7 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
             )));
         }
         let mut networks = self.networks.clone();
-        networks.load_state(&state.networks)?;
+        networks.load_state(&upgrade_state(&state.networks, state.version)?)?;
         self.networks = networks;
         self.norms = state.norms;
         self.episodes = state.episodes;
@@ -1221,7 +1223,37 @@ mod tests {
         });
     }
 
+    #[test]
+    fn checkpoints_written_before_td3_and_sac_resume_exactly() {
+        // Version 1 (one critic) and version 2 (critics without SAC's
+        // temperature), as those builds wrote them.
+        for version in [1, 2] {
+            assert_resumes_exactly_from(small(), |state| {
+                let mut old: DdpgState = postcard::from_bytes(&state).unwrap();
+                old.version = version;
+                old.networks = crate::actor_critic::in_old_layout(&old.networks, version);
+                postcard::to_stdvec(&old).unwrap()
+            });
+        }
+        let td3 = DdpgConfig {
+            n_batches: 3,
+            ..small_td3()
+        };
+        assert_resumes_exactly_from(td3, |state| {
+            let mut old: DdpgState = postcard::from_bytes(&state).unwrap();
+            old.version = 2;
+            old.networks = crate::actor_critic::in_old_layout(&old.networks, 2);
+            postcard::to_stdvec(&old).unwrap()
+        });
+    }
+
     fn assert_resumes_exactly(config: DdpgConfig) {
+        assert_resumes_exactly_from(config, |state| state);
+    }
+
+    /// A run stopped and resumed from its state, passed through `rewrite`
+    /// (an older build's layout), against the uninterrupted run.
+    fn assert_resumes_exactly_from(config: DdpgConfig, rewrite: impl Fn(Vec<u8>) -> Vec<u8>) {
         let config = DdpgConfig {
             learning_starts: 1,
             ..config
@@ -1232,7 +1264,7 @@ mod tests {
         // Stop mid-cycle (3 of 2-episode cycles), save, restore into a fresh agent.
         let mut first = agent(config.clone(), 11);
         let before = first.learn(3).unwrap();
-        let (state, memory) = (first.save_state(), first.save_memory().unwrap());
+        let (state, memory) = (rewrite(first.save_state()), first.save_memory().unwrap());
         drop(first);
         let mut resumed = agent(config, 11);
         resumed.load_state(&state).unwrap();

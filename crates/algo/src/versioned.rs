@@ -77,19 +77,24 @@ impl Format {
 
 /// Decodes a learner state written as one postcard struct that carries its
 /// layout version (DDPG's and HAC's, older than [`Format`]), and checks that
-/// version; `name` ("DDPG state") names it in errors.
+/// the version is one of `versions` (the caller upgrades older ones);
+/// `name` ("DDPG state") names it in errors.
 pub(crate) fn read_state<T: DeserializeOwned>(
     name: &str,
     bytes: &[u8],
-    version: u32,
+    versions: std::ops::RangeInclusive<u32>,
     version_of: impl Fn(&T) -> u32,
 ) -> Result<T> {
     let state: T = postcard::from_bytes(bytes)
         .map_err(|e| Error::Shape(format!("{name} is unreadable: {e}")))?;
     let found = version_of(&state);
-    if found != version {
+    if !versions.contains(&found) {
+        let reads = match versions.start() == versions.end() {
+            true => format!("version {}", versions.end()),
+            false => format!("versions {} to {}", versions.start(), versions.end()),
+        };
         return Err(Error::Shape(format!(
-            "{name} has version {found}, this build reads version {version}"
+            "{name} has version {found}, this build reads {reads}"
         )));
     }
     Ok(state)
@@ -158,7 +163,7 @@ mod tests {
             version: u32,
             steps: Vec<u64>,
         }
-        let read = |bytes: &[u8]| read_state("toy state", bytes, 2, |s: &State| s.version);
+        let read = |bytes: &[u8]| read_state("toy state", bytes, 2..=2, |s: &State| s.version);
         let current = postcard::to_stdvec(&State {
             version: 2,
             steps: vec![3, 4],
@@ -182,5 +187,12 @@ mod tests {
         );
         let cut = read(&current[..current.len() - 1]).unwrap_err().to_string();
         assert!(cut.contains("toy state is unreadable: "), "{cut}");
+        let span = |bytes: &[u8]| read_state("toy state", bytes, 2..=3, |s: &State| s.version);
+        assert!(span(&current).is_ok());
+        assert_eq!(
+            span(&older).unwrap_err().to_string(),
+            Error::Shape("toy state has version 1, this build reads versions 2 to 3".into())
+                .to_string()
+        );
     }
 }

@@ -30,12 +30,12 @@ const STATE_VERSION: u32 = 3;
 
 /// Everything [`Hac`] changes while training, except the buffers.
 #[derive(Serialize, Deserialize)]
-struct HacState {
-    version: u32,
-    models: Vec<u8>,
-    episodes: u64,
-    env_steps: u64,
-    updates: u64,
+pub(super) struct HacState {
+    pub(super) version: u32,
+    pub(super) models: Vec<u8>,
+    pub(super) episodes: u64,
+    pub(super) env_steps: u64,
+    pub(super) updates: u64,
 }
 
 /// Sums of one level's update statistics over a `learn` call.
@@ -537,10 +537,11 @@ impl<E: GoalEnv> Learner for Hac<E> {
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let state: HacState =
-            read_state("HAC state", bytes, STATE_VERSION, |s: &HacState| s.version)?;
+        let state: HacState = read_state("HAC state", bytes, 1..=STATE_VERSION, |s: &HacState| {
+            s.version
+        })?;
         let mut models = self.models.clone();
-        models.load_state(&state.models)?;
+        models.load_state(&state.models, state.version)?;
         self.models = models;
         self.episodes = state.episodes;
         self.env_steps = state.env_steps;

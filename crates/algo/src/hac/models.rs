@@ -186,8 +186,10 @@ impl HacModels {
         postcard::to_stdvec(&states).expect("serialising plain vectors cannot fail")
     }
 
-    /// Restores [`HacModels::save_state`] output; on error `self` is unchanged.
-    pub fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
+    /// Restores [`HacModels::save_state`] output, written by a HAC state of
+    /// `version` (older network layouts are upgraded); on error `self` is
+    /// unchanged.
+    pub fn load_state(&mut self, bytes: &[u8], version: u32) -> Result<()> {
         let states: Vec<LevelState> = read_per_level(bytes, "HAC state", self.levels.len())?;
         let mut levels = self.levels.clone();
         for (i, (level, state)) in levels.iter_mut().zip(states).enumerate() {
@@ -198,7 +200,12 @@ impl HacModels {
                     "HAC state normalises features of another size".into(),
                 ));
             }
-            level.networks.load_state(&state.networks)?;
+            level
+                .networks
+                .load_state(&crate::actor_critic::upgrade_state(
+                    &state.networks,
+                    version,
+                )?)?;
             level.norms = state.norms;
         }
         self.levels = levels;

@@ -528,12 +528,37 @@ fn defaults_are_the_papers() {
 
 #[test]
 fn resumed_run_matches_an_uninterrupted_one() {
+    assert_resumes_exactly_from(|state| state);
+}
+
+#[test]
+fn checkpoints_written_before_td3_and_sac_resume_exactly() {
+    // Version 1 (one critic per level) and version 2 (critics without
+    // SAC's temperature), as those builds wrote them.
+    for version in [1, 2] {
+        assert_resumes_exactly_from(|state| {
+            let mut old: super::agent::HacState = postcard::from_bytes(&state).unwrap();
+            let mut levels: Vec<super::models::LevelState> =
+                postcard::from_bytes(&old.models).unwrap();
+            for level in &mut levels {
+                level.networks = crate::actor_critic::in_old_layout(&level.networks, version);
+            }
+            old.models = postcard::to_stdvec(&levels).unwrap();
+            old.version = version;
+            postcard::to_stdvec(&old).unwrap()
+        });
+    }
+}
+
+/// A run stopped and resumed from its state, passed through `rewrite` (an
+/// older build's layout), against the uninterrupted run.
+fn assert_resumes_exactly_from(rewrite: impl Fn(Vec<u8>) -> Vec<u8>) {
     let mut uninterrupted = agent(small(), 11);
     let whole = uninterrupted.learn(5).unwrap();
 
     let mut first = agent(small(), 11);
     let before = first.learn(2).unwrap();
-    let (state, memory) = (first.save_state(), first.save_memory().unwrap());
+    let (state, memory) = (rewrite(first.save_state()), first.save_memory().unwrap());
     drop(first);
     let mut resumed = agent(small(), 11);
     resumed.load_state(&state).unwrap();
