@@ -839,24 +839,38 @@ mod tests {
     use super::*;
 
     /// Networks with one hidden layer of `hidden` units, Adam at 1e-3.
-    fn networks(input_dim: usize, act_dim: usize, hidden: usize, seed: u64) -> ActorCritic {
-        let config = ActorCriticConfig {
-            input_dim,
-            act_dim,
-            hidden: vec![hidden],
+    /// Networks for input 3, action 2, one hidden layer of 8, Adam at 1e-3,
+    /// with `critics` critics and an actor of `actor`'s kind.
+    pub(super) fn small_config(critics: usize, actor: ActorKind) -> ActorCriticConfig {
+        ActorCriticConfig {
+            input_dim: 3,
+            act_dim: 2,
+            hidden: vec![8],
             actor_lr: 1e-3,
             critic_lr: 1e-3,
             max_grad_norm: None,
             value_bound: None,
-            critics: 1,
-            actor: ActorKind::Deterministic,
+            critics,
+            actor,
             temperature: TemperatureConfig::default(),
-        };
-        ActorCritic::new(&config, seed)
+        }
+    }
+
+    /// One transition for [`small_config`]'s networks, without draws.
+    pub(super) fn one_row_batch() -> NetBatch {
+        NetBatch {
+            inputs: vec![0.1, 0.2, 0.3],
+            next_inputs: vec![0.2, 0.2, 0.2],
+            actions: vec![0.5, -0.5],
+            rewards: vec![-1.0],
+            terminals: vec![false],
+            next_action_noise: Vec::new(),
+            action_noise: Vec::new(),
+        }
     }
 
     fn tiny_networks() -> ActorCritic {
-        networks(3, 2, 8, 5)
+        ActorCritic::new(&small_config(1, ActorKind::Deterministic), 5)
     }
 
     /// A one-hidden-layer ReLU network in f64 from burn's flat layout
@@ -1061,22 +1075,7 @@ mod tests {
 
     #[test]
     fn a_delayed_update_steps_the_critics_and_leaves_the_actor_and_targets() {
-        let config = ActorCriticConfig {
-            critics: 2,
-            ..ActorCriticConfig {
-                input_dim: 3,
-                act_dim: 2,
-                hidden: vec![8],
-                actor_lr: 1e-3,
-                critic_lr: 1e-3,
-                max_grad_norm: None,
-                value_bound: None,
-                critics: 1,
-                actor: ActorKind::Deterministic,
-                temperature: TemperatureConfig::default(),
-            }
-        };
-        let mut networks = ActorCritic::new(&config, 4);
+        let mut networks = ActorCritic::new(&small_config(2, ActorKind::Deterministic), 4);
         let batch = NetBatch {
             inputs: vec![0.1, 0.2, 0.3, -0.4, 0.5, 0.0],
             next_inputs: vec![0.2, 0.2, 0.2, 0.1, -0.1, 0.3],
@@ -1133,33 +1132,9 @@ mod tests {
 
     #[test]
     fn two_critics_save_and_load_exactly_and_one_critic_state_is_refused() {
-        let two = |seed| {
-            ActorCritic::new(
-                &ActorCriticConfig {
-                    input_dim: 3,
-                    act_dim: 2,
-                    hidden: vec![8],
-                    actor_lr: 1e-3,
-                    critic_lr: 1e-3,
-                    max_grad_norm: None,
-                    value_bound: None,
-                    critics: 2,
-                    actor: ActorKind::Deterministic,
-                    temperature: TemperatureConfig::default(),
-                },
-                seed,
-            )
-        };
+        let two = |seed| ActorCritic::new(&small_config(2, ActorKind::Deterministic), seed);
         let mut trained = two(1);
-        let batch = NetBatch {
-            inputs: vec![0.1, 0.2, 0.3],
-            next_inputs: vec![0.2, 0.2, 0.2],
-            actions: vec![0.5, -0.5],
-            rewards: vec![-1.0],
-            terminals: vec![false],
-            next_action_noise: Vec::new(),
-            action_noise: Vec::new(),
-        };
+        let batch = one_row_batch();
         let settings = UpdateSettings::ddpg(0.9, 1.0, None);
         trained.update(&batch, &settings, &mut Alone).unwrap();
         trained.update_targets(0.5).unwrap();
@@ -1208,15 +1183,7 @@ mod tests {
     #[test]
     fn polyak_zero_copies_the_networks_and_one_keeps_the_targets() {
         let mut networks = tiny_networks();
-        let batch = NetBatch {
-            inputs: vec![0.1, 0.2, 0.3],
-            next_inputs: vec![0.2, 0.2, 0.2],
-            actions: vec![0.5, -0.5],
-            rewards: vec![-1.0],
-            terminals: vec![false],
-            next_action_noise: Vec::new(),
-            action_noise: Vec::new(),
-        };
+        let batch = one_row_batch();
         let settings = UpdateSettings::ddpg(0.9, 1.0, None);
         networks.update(&batch, &settings, &mut Alone).unwrap();
         let targets = |n: &ActorCritic| n.target_parameters();

@@ -236,6 +236,7 @@ impl ActorCritic {
 mod tests {
     use shoal_rl_core::{Alone, Error};
 
+    use super::super::tests::{one_row_batch, small_config};
     use super::super::{ActorCriticConfig, ActorKind};
     use super::*;
 
@@ -476,30 +477,15 @@ mod tests {
 
     /// Gaussian networks (input 3, action 2, hidden [8]) with twin critics.
     fn gaussian_config() -> ActorCriticConfig {
-        ActorCriticConfig {
-            input_dim: 3,
-            act_dim: 2,
-            hidden: vec![8],
-            actor_lr: 1e-3,
-            critic_lr: 1e-3,
-            max_grad_norm: None,
-            value_bound: None,
-            critics: 2,
-            actor: ActorKind::Gaussian,
-            temperature: TemperatureConfig::default(),
-        }
+        small_config(2, ActorKind::Gaussian)
     }
 
     #[test]
     fn a_sac_state_loads_exactly_and_deterministic_networks_refuse_it() {
         let batch = NetBatch {
-            inputs: vec![0.1, 0.2, 0.3],
-            next_inputs: vec![0.2, 0.2, 0.2],
-            actions: vec![0.5, -0.5],
-            rewards: vec![-1.0],
-            terminals: vec![false],
             next_action_noise: vec![0.3, -1.0],
             action_noise: vec![-0.2, 0.7],
+            ..one_row_batch()
         };
         let settings = UpdateSettings::ddpg(0.9, 0.0, None);
         let mut trained = ActorCritic::new(&gaussian_config(), 1);
