@@ -196,42 +196,27 @@ impl AlgoRegistry {
                 .rollout_learner(|cfg, rank| Ok(Box::new(make_ppo(cfg, rank, 1.0)?)))
                 .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "PpoConfig")),
             )
-            .with(
-                AlgoEntry::new::<DdpgConfig>(
-                    "ddpg",
-                    "DDPG with hindsight experience replay",
-                    |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
-                )
-                .goal_env()
-                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
-            )
-            .with(
-                // TD3 is DDPG's agent with TD3's four settings
-                // (`DdpgConfig::td3`, which says why `action_l2` stays).
-                AlgoEntry::new::<DdpgConfig>(
-                    "td3",
-                    "TD3 (twin critics, target smoothing, delayed actor) with hindsight \
-                     experience replay",
-                    |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
-                )
-                .defaults(|| table_of(&DdpgConfig::td3()).expect("TD3's settings are TOML"))
-                .goal_env()
-                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
-            )
-            .with(
-                // SAC is DDPG's agent with a Gaussian actor and SAC's
-                // settings (`DdpgConfig::sac`, which says why the cycle
-                // schedule stays).
-                AlgoEntry::new::<DdpgConfig>(
-                    "sac",
-                    "SAC (Gaussian actor, twin critics, learned temperature) with hindsight \
-                     experience replay",
-                    |cfg, rank, scale| Ok(Box::new(make_ddpg(cfg, rank, scale)?)),
-                )
-                .defaults(|| table_of(&DdpgConfig::sac()).expect("SAC's settings are TOML"))
-                .goal_env()
-                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig")),
-            )
+            .with(ddpg_agent(
+                "ddpg",
+                "DDPG with hindsight experience replay",
+                || table_of(&DdpgConfig::default()).expect("DDPG's settings are TOML"),
+            ))
+            // TD3 is DDPG's agent with TD3's four settings
+            // (`DdpgConfig::td3`, which says why `action_l2` stays).
+            .with(ddpg_agent(
+                "td3",
+                "TD3 (twin critics, target smoothing, delayed actor) with hindsight experience \
+                 replay",
+                || table_of(&DdpgConfig::td3()).expect("TD3's settings are TOML"),
+            ))
+            // SAC is DDPG's agent with a Gaussian actor and SAC's settings
+            // (`DdpgConfig::sac`, which says why the cycle schedule stays).
+            .with(ddpg_agent(
+                "sac",
+                "SAC (Gaussian actor, twin critics, learned temperature) with hindsight \
+                 experience replay",
+                || table_of(&DdpgConfig::sac()).expect("SAC's settings are TOML"),
+            ))
             .with(
                 AlgoEntry::new::<HacConfig>(
                     "hac",
@@ -287,6 +272,17 @@ impl AlgoRegistry {
 }
 
 // ---- shoal's own algorithms: each entry's factories ----
+
+/// An entry of DDPG's agent (`ddpg`, `td3`, `sac`): the same factory and
+/// settings struct, with the variant's `defaults`.
+fn ddpg_agent(kind: &'static str, about: &'static str, defaults: fn() -> toml::Table) -> AlgoEntry {
+    AlgoEntry::new::<DdpgConfig>(kind, about, |cfg, rank, scale| {
+        Ok(Box::new(make_ddpg(cfg, rank, scale)?))
+    })
+    .defaults(defaults)
+    .goal_env()
+    .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
+}
 
 /// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
 /// settings; TD3's and SAC's too (`td3` and `sac` are the same agent with
