@@ -412,7 +412,7 @@ impl ActorCritic {
     /// Q values of the first trained critic for row-major inputs and actions.
     pub fn q_values(&self, inputs: &[f32], actions: &[f32]) -> Vec<f32> {
         self.critics[0]
-            .module
+            .module()
             .valid()
             .q_values(inputs, actions, &self.plain)
     }
@@ -491,7 +491,7 @@ impl ActorCritic {
             let q = if settings.target_networks {
                 self.target_critics[i].forward(next.clone(), next_actions.clone())
             } else {
-                let critic = self.critics[i].module.valid();
+                let critic = self.critics[i].module().valid();
                 critic.forward(next.clone(), next_actions.clone())
             };
             let q: Vec<f32> = q.into_data().try_to_vec().expect("f32 tensor");
@@ -551,7 +551,7 @@ impl ActorCritic {
         let mut q_mean = 0.0;
         let mut critic_losses = Vec::with_capacity(self.critics.len());
         for (i, critic) in self.critics.iter().enumerate() {
-            let q = critic.module.forward(inputs.clone(), actions.clone());
+            let q = critic.module().forward(inputs.clone(), actions.clone());
             if i == 0 {
                 q_mean = q.clone().mean().into_scalar::<f32>() as f64;
             }
@@ -583,9 +583,9 @@ impl ActorCritic {
             // The critic's weights take no gradient here (`no_grad`), which
             // skips their backward matmuls; the gradient still flows to π.
             (TrainedActor::Deterministic { actor, .. }, _) => {
-                let pi = actor.module.forward(inputs.clone());
+                let pi = actor.module().forward(inputs.clone());
                 let q_pi = self.critics[0]
-                    .module
+                    .module()
                     .clone()
                     .no_grad()
                     .forward(inputs, pi.clone());
@@ -618,7 +618,7 @@ impl ActorCritic {
     /// with SAC's temperature).
     pub(crate) fn sizes(&self) -> Vec<usize> {
         let mut sizes = vec![self.actor.num_params()];
-        sizes.extend(self.critics.iter().map(|c| c.module.num_params()));
+        sizes.extend(self.critics.iter().map(|c| c.module().num_params()));
         if self.temperature.is_some() {
             sizes.push(1);
         }
@@ -762,7 +762,7 @@ impl ActorCritic {
         self.critics = critics;
         self.temperature = temperature;
         if !self.stepped {
-            self.target_critics = self.critics.iter().map(|c| c.module.valid()).collect();
+            self.target_critics = self.critics.iter().map(|c| c.module().valid()).collect();
         }
         Ok(())
     }

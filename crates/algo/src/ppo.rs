@@ -30,13 +30,14 @@
 //!   bit-identical.
 //!
 //! A Beta policy's log-density needs the digamma function for its gradient,
-//! which burn lacks. As in [`crate::Reinforce`], the loss's gradient with
-//! respect to the network's raw outputs is computed analytically on the CPU
-//! and injected as `Σ detach(c) · out`, whose gradient with respect to the
-//! network is exactly the PPO gradient.
+//! which burn lacks. So the loss's gradient with respect to the network's
+//! raw outputs is computed analytically, as is the value loss's with respect
+//! to the prediction, and both go back through their networks by hand
+//! ([`MlpTape`]): for 64 × 64 networks at a few dozen rows that costs a
+//! fraction of burn's autodiff graph (docs/benchmarks.md). The tests hold
+//! the whole gradient to the paper's losses written out in f64.
 
 use burn::module::Module;
-use burn::tensor::{Device, Tensor, TensorData};
 use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -47,8 +48,8 @@ use shoal_rl_core::{
     Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed, split_parameters,
 };
 use shoal_rl_policy::{
-    Activation, Mlp, MlpConfig, Normalizer, Trained, beta_entropy, beta_entropy_grad,
-    beta_log_prob, beta_log_prob_grad, rows_to_tensor, sample_unit, training_device,
+    Activation, Mlp, MlpConfig, MlpShape, MlpTape, Normalizer, Trained, beta_entropy,
+    beta_entropy_grad, beta_log_prob, beta_log_prob_grad, sample_unit, training_device,
 };
 
 use crate::check;
@@ -316,11 +317,11 @@ impl PolicyKind {
 /// with the distribution's mean, mapped onto the action space.
 #[derive(Debug, Clone)]
 pub struct PpoPolicy {
-    net: Mlp,
+    shape: MlpShape,
+    params: Vec<f32>,
     kind: PolicyKind,
     normalizer: Option<Normalizer>,
     space: Space,
-    device: Device,
 }
 
 impl PpoPolicy {
@@ -329,10 +330,8 @@ impl PpoPolicy {
             Some(norm) => norm.normalize(obs)?,
             None => obs.to_vec(),
         };
-        let out = self
-            .net
-            .forward(rows_to_tensor(&input, input.len(), &self.device));
-        Ok(out.into_data().try_to_vec().expect("f32 tensor"))
+        let mut tape = MlpTape::new(self.shape.clone());
+        Ok(tape.forward(&self.params, &input).to_vec())
     }
 }
 
@@ -423,14 +422,12 @@ pub struct Ppo<E: Env> {
     action_space: Space,
     obs_dim: usize,
     act_dim: usize,
-    /// Autodiff device for updates.
-    device: Device,
-    /// The same device without autodiff, for acting.
-    plain: Device,
     policy: Trained<Mlp>,
-    /// Autodiff-free copy of `policy.module` for acting, refreshed after each update.
-    acting: Mlp,
     value: Trained<Mlp>,
+    /// Each network's passes by hand on its flat parameters (acting,
+    /// the batch's predictions and the minibatch gradients).
+    policy_tape: MlpTape,
+    value_tape: MlpTape,
     /// Observation statistics (used only with `normalize_observations`).
     observations: Normalizer,
     /// Statistics of the discounted return, whose std scales rewards.
@@ -502,7 +499,8 @@ impl<E: Env> Ppo<E> {
         let policy = Trained::adam(net(2 * act_dim, 1), config.learning_rate, clip);
         let value = Trained::adam(net(1, 2), config.learning_rate, clip);
         Ok(Ppo {
-            acting: policy.module.valid(),
+            policy_tape: MlpTape::new(policy.module().shape()),
+            value_tape: MlpTape::new(value.module().shape()),
             policy,
             value,
             observations: Normalizer::new(obs_dim).with_clip(10.0).with_eps(1e-4),
@@ -513,8 +511,6 @@ impl<E: Env> Ppo<E> {
             action_space,
             obs_dim,
             act_dim,
-            plain: device.clone().inner(),
-            device,
             seed,
             episodes: 0,
             env_steps: 0,
@@ -559,14 +555,14 @@ impl<E: Env> Ppo<E> {
     /// The current policy, frozen for evaluation.
     pub fn frozen_policy(&self) -> PpoPolicy {
         PpoPolicy {
-            net: self.acting.clone(),
+            shape: self.policy.module().shape(),
+            params: self.policy.params().to_vec(),
             kind: self.config.policy,
             normalizer: self
                 .config
                 .normalize_observations
                 .then(|| self.observations.clone()),
             space: self.action_space.clone(),
-            device: self.plain.clone(),
         }
     }
 
@@ -608,15 +604,16 @@ impl<E: Env> Ppo<E> {
     /// see [`play_episode`]).
     fn collect_episode(&mut self) -> Result<(Rollout, f64)> {
         let kind = self.config.policy;
-        let (acting, plain, observations) = (&self.acting, &self.plain, &self.observations);
+        let (tape, params, observations) = (
+            &mut self.policy_tape,
+            self.policy.params(),
+            &self.observations,
+        );
         let (normalize, act_dim) = (self.config.normalize_observations, self.act_dim);
         let mut failure = None;
         let draw = |obs: &[f32], rng: &mut StdRng| {
             match normalize_if(observations, normalize, obs) {
-                Ok(input) => {
-                    let out = acting.forward(rows_to_tensor(&input, input.len(), plain));
-                    kind.sample(&out.into_data().try_to_vec().expect("f32 tensor"), rng)
-                }
+                Ok(input) => kind.sample(tape.forward(params, &input), rng),
                 Err(e) => {
                     // The env's observation has the wrong size: reported
                     // after the episode, which a neutral action ends.
@@ -642,6 +639,21 @@ impl<E: Env> Ppo<E> {
     }
 }
 
+/// `ln π(draws | row)` summed over components, and its gradient with
+/// respect to the row's raw outputs (`[α-part | β-part]`, one per component).
+fn log_prob(kind: PolicyKind, row: &[f32], draws: &[f32]) -> (f64, Vec<f64>) {
+    let act_dim = draws.len();
+    let mut grad = vec![0.0; row.len()];
+    let mut total = 0.0;
+    for j in 0..act_dim {
+        let (lp, ga, gb) = kind.log_prob(row[j] as f64, row[act_dim + j] as f64, draws[j] as f64);
+        total += lp;
+        grad[j] = ga;
+        grad[act_dim + j] = gb;
+    }
+    (total, grad)
+}
+
 fn normalize_if(observations: &Normalizer, on: bool, obs: &[f32]) -> Result<Vec<f32>> {
     if on {
         observations.normalize(obs)
@@ -654,11 +666,6 @@ impl<E: Env> Ppo<E> {
     // ---------------------------------------------------------------------
     // The batch: normalised observations, scaled rewards, GAE
     // ---------------------------------------------------------------------
-
-    fn forward_plain(&self, net: &Mlp, obs: &[f32]) -> Vec<f32> {
-        let out = net.forward(rows_to_tensor(obs, self.obs_dim, &self.plain));
-        out.into_data().try_to_vec().expect("f32 tensor")
-    }
 
     /// Rewards as the value function learns them: each episode's rewards
     /// divided by the running std of the discounted return (the batch's
@@ -704,19 +711,19 @@ impl<E: Env> Ppo<E> {
     /// and statistics the rollouts were collected with.
     fn prepare(&mut self, rollouts: &[Rollout], reducer: &mut dyn MeanReducer) -> Result<Batch> {
         let rewards = self.scaled_rewards(rollouts, reducer)?;
-        // One autodiff-free copy of the value network for the whole batch.
-        let value = self.value.module.valid();
         let mut batch = Batch::default();
         for (rollout, rewards) in rollouts.iter().zip(&rewards) {
             let obs = self.normalized(&rollout.obs)?;
+            let value_params = self.value.params();
             let values: Vec<f64> = self
-                .forward_plain(&value, &obs)
-                .into_iter()
-                .map(f64::from)
+                .value_tape
+                .forward(value_params, &obs)
+                .iter()
+                .map(|v| f64::from(*v))
                 .collect();
             let bootstrap = if rollout.truncated {
                 let last = self.normalized(&rollout.final_obs)?;
-                self.forward_plain(&value, &last)[0] as f64
+                self.value_tape.forward(value_params, &last)[0] as f64
             } else {
                 0.0
             };
@@ -727,10 +734,12 @@ impl<E: Env> Ppo<E> {
                 self.config.gamma,
                 self.config.gae_lambda,
             );
-            let out = self.forward_plain(&self.acting, &obs);
+            let out = self.policy_tape.forward(self.policy.params(), &obs);
             for (t, row) in out.chunks_exact(2 * self.act_dim).enumerate() {
                 let draws = &rollout.unit_actions[t * self.act_dim..(t + 1) * self.act_dim];
-                batch.log_prob_old.push(self.log_prob(row, draws).0);
+                batch
+                    .log_prob_old
+                    .push(log_prob(self.config.policy, row, draws).0);
             }
             batch.obs.extend(obs);
             batch.draws.extend_from_slice(&rollout.unit_actions);
@@ -739,24 +748,6 @@ impl<E: Env> Ppo<E> {
             batch.values_old.extend(values);
         }
         Ok(batch)
-    }
-
-    /// `ln π(draws | row)` summed over components, and its gradient with
-    /// respect to the row's raw outputs.
-    fn log_prob(&self, row: &[f32], draws: &[f32]) -> (f64, Vec<f64>) {
-        let mut grad = vec![0.0; row.len()];
-        let mut total = 0.0;
-        for j in 0..self.act_dim {
-            let (lp, ga, gb) = self.config.policy.log_prob(
-                row[j] as f64,
-                row[self.act_dim + j] as f64,
-                draws[j] as f64,
-            );
-            total += lp;
-            grad[j] = ga;
-            grad[self.act_dim + j] = gb;
-        }
-        (total, grad)
     }
 
     // ---------------------------------------------------------------------
@@ -771,7 +762,7 @@ impl<E: Env> Ppo<E> {
     ///   (unbiased std, as SB3) and `H` the entropy summed over components;
     /// * value: `½ · mean((V − target)²)`, or with value clipping
     ///   `½ · mean(max((V − target)², (V_old + clip(V − V_old, ±c) − target)²))`.
-    fn minibatch_gradients(&self, batch: &Batch, rows: &[usize]) -> (Vec<f32>, MinibatchStats) {
+    fn minibatch_gradients(&mut self, batch: &Batch, rows: &[usize]) -> (Vec<f32>, MinibatchStats) {
         let (obs_dim, act_dim) = (self.obs_dim, self.act_dim);
         let b = rows.len();
         let mut stats = MinibatchStats::default();
@@ -789,16 +780,14 @@ impl<E: Env> Ppo<E> {
                 .for_each(|a| *a = (*a - mean) / (std + 1e-8));
         }
 
-        // ---- policy: inject d(loss)/d(raw outputs) ----
-        let obs_tensor = rows_to_tensor(&obs, obs_dim, &self.device);
-        let out = self.policy.module.forward(obs_tensor.clone());
-        let out_v: Vec<f32> = out.clone().into_data().try_to_vec().expect("f32 tensor");
+        // ---- policy: d(loss)/d(raw outputs), back through the network ----
+        let out = self.policy_tape.forward(self.policy.params(), &obs);
         let (eps, entropy_coef) = (self.config.clip_range, self.config.entropy_coef);
-        let mut coef = vec![0.0f32; out_v.len()];
+        let mut coef = vec![0.0f32; out.len()];
         for (k, &i) in rows.iter().enumerate() {
-            let row = &out_v[k * 2 * act_dim..(k + 1) * 2 * act_dim];
+            let row = &out[k * 2 * act_dim..(k + 1) * 2 * act_dim];
             let draws = &batch.draws[i * act_dim..(i + 1) * act_dim];
-            let (log_prob, grad) = self.log_prob(row, draws);
+            let (log_prob, grad) = log_prob(self.config.policy, row, draws);
             let log_ratio = log_prob - batch.log_prob_old[i];
             let ratio = log_ratio.exp();
             let adv = advantages[k];
@@ -828,27 +817,46 @@ impl<E: Env> Ppo<E> {
                     ((d_log_prob * grad[act_dim + j] - entropy_coef * hb) / b as f64) as f32;
             }
         }
-        let coef = Tensor::<2>::from_data(TensorData::new(coef, [b, 2 * act_dim]), &self.device);
-        let surrogate = (out * coef).sum();
-        let mut grads = self.policy.take_grads(&mut surrogate.backward());
+        let split = self.policy.params().len();
+        let mut grads = vec![0.0f32; split + self.value.params().len()];
+        let (policy_grad, value_grad) = grads.split_at_mut(split);
+        self.policy_tape
+            .backward(self.policy.params(), &coef, policy_grad, None);
 
         // ---- value: regression on the GAE targets ----
-        let column = |values: Vec<f32>| {
-            Tensor::<2>::from_data(TensorData::new(values, [b, 1]), &self.device)
-        };
-        let targets = column(rows.iter().map(|&i| batch.targets[i] as f32).collect());
-        let predicted = self.value.module.forward(obs_tensor);
-        let squared = (predicted.clone() - targets.clone()).square();
-        let loss = if self.config.value_clip_range > 0.0 {
-            let c = self.config.value_clip_range;
-            let old = column(rows.iter().map(|&i| batch.values_old[i] as f32).collect());
-            let held = old.clone() + (predicted - old).clamp(-c, c);
-            squared.max_pair((held - targets).square()).mean() * 0.5
-        } else {
-            squared.mean() * 0.5
-        };
-        stats.value_loss = loss.clone().into_scalar::<f32>() as f64;
-        grads.extend(self.value.take_grads(&mut loss.backward()));
+        // ½·mean((V − target)²), or with clipping ½·mean(max((V − target)²,
+        // (V_old + clip(V − V_old, ±c) − target)²)); d/dV by hand.
+        let predicted = self.value_tape.forward(self.value.params(), &obs);
+        let clip = self.config.value_clip_range;
+        let mut d_value = vec![0.0f32; b];
+        let mut loss = 0.0f64;
+        for (k, &i) in rows.iter().enumerate() {
+            let v = predicted[k] as f64;
+            let target = batch.targets[i] as f32 as f64;
+            let error = v - target;
+            let (squared, slope) = if clip > 0.0 {
+                let old = batch.values_old[i] as f32 as f64;
+                let step = v - old;
+                let held_error = old + step.clamp(-clip, clip) - target;
+                if held_error * held_error > error * error {
+                    // The held prediction moves with V only inside the clip.
+                    let inside = step.abs() < clip;
+                    (
+                        held_error * held_error,
+                        if inside { held_error } else { 0.0 },
+                    )
+                } else {
+                    (error * error, error)
+                }
+            } else {
+                (error * error, error)
+            };
+            loss += squared;
+            d_value[k] = (slope / b as f64) as f32;
+        }
+        stats.value_loss = 0.5 * loss / b as f64;
+        self.value_tape
+            .backward(self.value.params(), &d_value, value_grad, None);
 
         let n = b as f64;
         stats.policy_loss /= n;
@@ -910,7 +918,6 @@ impl<E: Env> Ppo<E> {
                 steps += 1;
             }
         }
-        self.acting = self.policy.module.valid();
 
         // Observations join the statistics after the update that used them.
         if self.config.normalize_observations {
@@ -1033,7 +1040,6 @@ impl<E: Env> Learner for Ppo<E> {
         }
         self.policy = policy;
         self.value = value;
-        self.acting = self.policy.module.valid();
         self.observations = state.observations;
         self.returns = state.returns;
         self.episodes = state.episodes;
@@ -1055,8 +1061,8 @@ impl<E: Env> GradientLearner for Ppo<E> {
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
         let sizes = [
-            self.policy.module.num_params(),
-            self.value.module.num_params(),
+            self.policy.module().num_params(),
+            self.value.module().num_params(),
             2 * self.obs_dim,
         ];
         let parts = split_parameters(
@@ -1075,7 +1081,6 @@ impl<E: Env> GradientLearner for Ppo<E> {
         self.policy = policy;
         self.value = value;
         self.observations = observations;
-        self.acting = self.policy.module.valid();
         Ok(())
     }
 

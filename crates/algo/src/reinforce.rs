@@ -146,7 +146,7 @@ pub struct Reinforce<E: Env> {
     /// The same device without autodiff, for acting.
     plain: Device,
     policy: Trained<BetaPolicyNet>,
-    /// Autodiff-free copy of `policy.module` for acting, refreshed after each step.
+    /// Autodiff-free copy of `policy.module()` for acting, refreshed after each step.
     acting: BetaPolicyNet,
     value: Trained<Mlp>,
     running_mean: f64,
@@ -173,7 +173,7 @@ impl<E: Env> Reinforce<E> {
         );
         let clip = Some(config.max_grad_norm);
         let policy = Trained::adam(net, config.learning_rate, clip);
-        let acting = policy.module.valid();
+        let acting = policy.module().valid();
         Ok(Reinforce {
             value: Trained::adam(value_net, config.value_learning_rate, clip),
             config,
@@ -209,7 +209,7 @@ impl<E: Env> Reinforce<E> {
 
     /// The current policy, frozen for evaluation.
     pub fn frozen_policy(&self) -> FrozenBetaPolicy {
-        FrozenBetaPolicy::new(&self.policy.module, self.action_space.clone())
+        FrozenBetaPolicy::new(self.policy.module(), self.action_space.clone())
     }
 
     // ---------------------------------------------------------------------
@@ -246,7 +246,7 @@ impl<E: Env> Reinforce<E> {
 
     fn values(&self, obs: &[f32]) -> Vec<f32> {
         let input = rows_to_tensor(obs, self.obs_dim, &self.plain);
-        let out = self.value.module.valid().forward(input);
+        let out = self.value.module().valid().forward(input);
         out.into_data().try_to_vec().expect("f32 tensor")
     }
 
@@ -308,7 +308,7 @@ impl<E: Env> Reinforce<E> {
 
         // ---- policy: inject the analytic Beta score as a surrogate loss ----
         let obs_tensor = rows_to_tensor(&obs, self.obs_dim, &self.device);
-        let (alpha, beta) = self.policy.module.forward(obs_tensor.clone());
+        let (alpha, beta) = self.policy.module().forward(obs_tensor.clone());
         let alpha_v: Vec<f32> = alpha.clone().into_data().try_to_vec().expect("f32 tensor");
         let beta_v: Vec<f32> = beta.clone().into_data().try_to_vec().expect("f32 tensor");
         let mut coef_alpha = vec![0.0f32; alpha_v.len()];
@@ -336,7 +336,7 @@ impl<E: Env> Reinforce<E> {
         if self.config.baseline == Baseline::Value {
             let targets: Vec<f32> = returns.iter().map(|g| *g as f32).collect();
             let targets = Tensor::<2>::from_data(TensorData::new(targets, [n, 1]), &self.device);
-            let err = self.value.module.forward(obs_tensor) - targets;
+            let err = self.value.module().forward(obs_tensor) - targets;
             let loss = (err.clone() * err).mean();
             value_loss = loss.clone().into_scalar::<f32>() as f64;
             value_grads = self.value.take_grads(&mut loss.backward());
@@ -351,7 +351,7 @@ impl<E: Env> Reinforce<E> {
         if self.config.baseline == Baseline::Value {
             self.value.step(value_part)?;
         }
-        self.acting = self.policy.module.valid();
+        self.acting = self.policy.module().valid();
 
         let mean_return = returns.iter().sum::<f64>() / n as f64;
         if self.config.baseline == Baseline::RunningMean {
@@ -431,7 +431,7 @@ impl<E: Env> Learner for Reinforce<E> {
         value.load_state(&state.value)?;
         self.policy = policy;
         self.value = value;
-        self.acting = self.policy.module.valid();
+        self.acting = self.policy.module().valid();
         self.running_mean = state.running_mean;
         self.episodes = state.episodes;
         self.env_steps = state.env_steps;
@@ -448,8 +448,8 @@ impl<E: Env> GradientLearner for Reinforce<E> {
 
     fn set_parameters(&mut self, params: &[f32]) -> Result<()> {
         let sizes = [
-            self.policy.module.num_params(),
-            self.value.module.num_params(),
+            self.policy.module().num_params(),
+            self.value.module().num_params(),
         ];
         let parts = split_parameters(params, &sizes, "the policy and value network")?;
         let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
@@ -457,7 +457,7 @@ impl<E: Env> GradientLearner for Reinforce<E> {
         value.set_parameters(parts[1])?;
         self.policy = policy;
         self.value = value;
-        self.acting = self.policy.module.valid();
+        self.acting = self.policy.module().valid();
         Ok(())
     }
 

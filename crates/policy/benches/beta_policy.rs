@@ -21,7 +21,7 @@ fn bench_beta_policy(c: &mut Criterion) {
     let batch = vec![0.1f32; 1000 * 8];
     c.bench_function("beta_policy/update_batch1000", |b| {
         b.iter(|| {
-            let (alpha, beta) = trained.module.forward(rows_to_tensor(&batch, 8, &device));
+            let (alpha, beta) = trained.module().forward(rows_to_tensor(&batch, 8, &device));
             let loss = (alpha - beta).sum();
             let mut grads = trained.take_grads(&mut loss.backward());
             trained.step(&mut grads).unwrap();

@@ -56,6 +56,11 @@ impl Actor {
         self.mlp.forward(input).tanh()
     }
 
+    /// The shape of its MLP (the `tanh` on the output comes after).
+    pub fn shape(&self) -> crate::MlpShape {
+        self.mlp.shape()
+    }
+
     /// The action for one input row, as a plain vector.
     pub fn act(&self, input: &[f32], device: &Device) -> Vec<f32> {
         let out = self.forward(rows_to_tensor(input, input.len(), device));

@@ -68,6 +68,11 @@ impl CriticConfig {
     }
 }
 
+/// b₀ of the bounded head −H·sigmoid(z + b₀): it puts z = 0 at [`BOUNDED_Q_INIT`].
+fn bounded_offset(h: f32) -> f32 {
+    -(h / -BOUNDED_Q_INIT - 1.0).ln()
+}
+
 /// Maps (input, action) pairs to one scalar value each.
 #[derive(Module, Debug)]
 pub struct Critic {
@@ -88,12 +93,32 @@ impl Critic {
     pub fn forward(&self, input: Tensor<2>, action: Tensor<2>) -> Tensor<2> {
         let z = self.mlp.forward(Tensor::cat(vec![input, action], 1));
         match self.bound {
-            // −H·sigmoid(z + b₀): b₀ puts z = 0 at BOUNDED_Q_INIT.
             Some(h) => {
-                let offset = -(h / -BOUNDED_Q_INIT - 1.0).ln();
-                burn::tensor::activation::sigmoid(z.add_scalar(offset)).mul_scalar(-h)
+                burn::tensor::activation::sigmoid(z.add_scalar(bounded_offset(h))).mul_scalar(-h)
             }
             None => z,
+        }
+    }
+
+    /// The shape of its MLP over input ‖ action (the head comes after).
+    pub fn shape(&self) -> crate::MlpShape {
+        self.mlp.shape()
+    }
+
+    /// `H` of the bounded head, if it has one.
+    pub fn bound(&self) -> Option<f32> {
+        self.bound
+    }
+
+    /// The head on the MLP's output `z`: Q and dQ/dz (z and 1 for a
+    /// linear head), as [`Critic::forward`] computes Q.
+    pub fn head(&self, z: f32) -> (f32, f32) {
+        match self.bound {
+            Some(h) => {
+                let s = 1.0 / (1.0 + (-(z + bounded_offset(h))).exp());
+                (s * -h, -h * s * (1.0 - s))
+            }
+            None => (z, 1.0),
         }
     }
 

@@ -10,6 +10,8 @@
 //! * [`Normalizer`]: running mean/std with clipping whose statistics can be
 //!   averaged across workers; [`GaussianNoise`] and [`OrnsteinUhlenbeckNoise`]
 //!   for exploration ([`ActionNoise`], [`NoiseKind`]).
+//! * [`MlpTape`]: a small MLP's forward and backward passes by hand on its
+//!   flat parameters, for the hot loops of PPO, REINFORCE and HAC.
 //! * [`Trained`]: a network and its Adam optimiser, stepped from flat gradients.
 //! * [`lgamma`], [`digamma`], [`trigamma`] and the Beta log-density and
 //!   entropy with their analytic gradients — burn has none of these.
@@ -36,6 +38,7 @@
 mod actor;
 mod beta;
 mod critic;
+mod dense;
 mod gaussian_actor;
 mod mlp;
 mod noise;
@@ -51,6 +54,7 @@ pub use beta::{
     BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, UNIT_EPS, mean_unit, sample_unit,
 };
 pub use critic::{Critic, CriticConfig};
+pub use dense::{MlpShape, MlpTape, fast_tanh, fast_tanh_in_place};
 pub use gaussian_actor::{
     GaussianActor, GaussianActorConfig, LOG_STD_MAX, LOG_STD_MIN, TANH_LOG_EPS,
 };

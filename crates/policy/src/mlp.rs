@@ -74,6 +74,22 @@ impl Mlp {
         self
     }
 
+    /// Input width, each hidden width and output width.
+    pub fn sizes(&self) -> Vec<usize> {
+        let mut sizes = vec![self.layers[0].weight.dims()[0]];
+        sizes.extend(self.layers.iter().map(|layer| layer.weight.dims()[1]));
+        sizes
+    }
+
+    /// The activation between layers.
+    pub fn activation(&self) -> Activation {
+        if self.relu {
+            Activation::Relu
+        } else {
+            Activation::Tanh
+        }
+    }
+
     /// # Shapes
     /// - input `[batch, input]`
     /// - output `[batch, output]`

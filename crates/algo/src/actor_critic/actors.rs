@@ -104,16 +104,16 @@ impl TrainedActor {
     pub(crate) fn frozen(&self) -> FrozenActor {
         match self {
             TrainedActor::Deterministic { actor, .. } => {
-                FrozenActor::Deterministic(actor.module.valid())
+                FrozenActor::Deterministic(actor.module().valid())
             }
-            TrainedActor::Gaussian(actor) => FrozenActor::Gaussian(actor.module.valid()),
+            TrainedActor::Gaussian(actor) => FrozenActor::Gaussian(actor.module().valid()),
         }
     }
 
     pub(crate) fn num_params(&self) -> usize {
         match self {
-            TrainedActor::Deterministic { actor, .. } => actor.module.num_params(),
-            TrainedActor::Gaussian(actor) => actor.module.num_params(),
+            TrainedActor::Deterministic { actor, .. } => actor.module().num_params(),
+            TrainedActor::Gaussian(actor) => actor.module().num_params(),
         }
     }
 
@@ -131,7 +131,7 @@ impl TrainedActor {
             TrainedActor::Deterministic { actor, target } => {
                 actor.set_parameters(flat)?;
                 if reset_target {
-                    *target = actor.module.valid();
+                    *target = actor.module().valid();
                 }
             }
             TrainedActor::Gaussian(actor) => actor.set_parameters(flat)?,

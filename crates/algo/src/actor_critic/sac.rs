@@ -198,7 +198,7 @@ impl ActorCritic {
         settings: &UpdateSettings,
     ) -> SoftActorStep {
         let noise = rows_to_tensor(&batch.action_noise, self.act_dim, &self.device);
-        let (actions, log_probs) = actor.module.sample(inputs.clone(), noise);
+        let (actions, log_probs) = actor.module().sample(inputs.clone(), noise);
         // min over the critics, their weights without gradient (`no_grad`),
         // as DDPG's actor loss has it: the gradient flows to π only.
         let q_min = self
@@ -206,7 +206,7 @@ impl ActorCritic {
             .iter()
             .map(|critic| {
                 critic
-                    .module
+                    .module()
                     .clone()
                     .no_grad()
                     .forward(inputs.clone(), actions.clone())
