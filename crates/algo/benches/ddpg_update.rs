@@ -17,7 +17,7 @@ const INPUT: usize = 31;
 const ACT: usize = 4;
 const BATCH: usize = 256;
 
-fn random_batch() -> NetBatch {
+fn random_batch(rows: usize) -> NetBatch {
     let mut rng = rng_from_seed(0);
     let mut values = |n: usize| {
         (0..n)
@@ -25,14 +25,14 @@ fn random_batch() -> NetBatch {
             .collect::<Vec<_>>()
     };
     NetBatch {
-        inputs: values(BATCH * INPUT),
-        next_inputs: values(BATCH * INPUT),
-        actions: values(BATCH * ACT),
-        rewards: values(BATCH)
+        inputs: values(rows * INPUT),
+        next_inputs: values(rows * INPUT),
+        actions: values(rows * ACT),
+        rewards: values(rows)
             .into_iter()
             .map(|v| if v > 0.6 { 0.0 } else { -1.0 })
             .collect(),
-        terminals: (0..BATCH).map(|i| i % 17 == 0).collect(),
+        terminals: (0..rows).map(|i| i % 17 == 0).collect(),
         next_action_noise: Vec::new(),
         action_noise: Vec::new(),
     }
@@ -52,7 +52,7 @@ fn bench_update(c: &mut Criterion) {
         temperature: TemperatureConfig::default(),
     };
     let mut networks = ActorCritic::new(&config, 0);
-    let batch = random_batch();
+    let batch = random_batch(BATCH);
     let settings = UpdateSettings::ddpg(0.98, 1.0, Some((-50.0, 0.0)));
     c.bench_function("ddpg/update_batch256_hidden256x256", |b| {
         b.iter(|| {
@@ -66,6 +66,36 @@ fn bench_update(c: &mut Criterion) {
     let input = vec![0.1f32; INPUT];
     c.bench_function("ddpg/act_batch1", |b| {
         b.iter(|| black_box(networks.act(black_box(&input))))
+    });
+}
+
+/// One HAC level's update as the authors run it: batch 1 024, 3 × 64 ReLU
+/// networks, the bounded critic (H = 10), no target networks.
+fn bench_hac_level(c: &mut Criterion) {
+    let config = ActorCriticConfig {
+        input_dim: INPUT,
+        act_dim: ACT,
+        hidden: vec![64, 64, 64],
+        actor_lr: 1e-3,
+        critic_lr: 1e-3,
+        max_grad_norm: None,
+        value_bound: Some(10.0),
+        critics: 1,
+        actor: ActorKind::Deterministic,
+        temperature: TemperatureConfig::default(),
+    };
+    let mut networks = ActorCritic::new(&config, 0);
+    let batch = random_batch(1024);
+    let mut settings = UpdateSettings::ddpg(0.98, 0.0, Some((-10.0, 0.0)));
+    settings.target_networks = false;
+    c.bench_function("hac/level_update_batch1024_hidden64x64x64", |b| {
+        b.iter(|| {
+            black_box(
+                networks
+                    .update(black_box(&batch), &settings, &mut Alone)
+                    .unwrap(),
+            )
+        })
     });
 }
 
@@ -104,5 +134,5 @@ fn bench_her(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_update, bench_her);
+criterion_group!(benches, bench_update, bench_hac_level, bench_her);
 criterion_main!(benches);

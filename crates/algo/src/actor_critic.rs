@@ -27,11 +27,12 @@ mod actors;
 mod sac;
 
 use burn::module::Module;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_rl_policy::{
-    Critic, CriticConfig, Trained, flatten, rows_to_tensor, training_device, unflatten,
+    Critic, CriticConfig, MlpTape, Trained, fast_tanh_in_place, flatten, rows_to_tensor,
+    training_device,
 };
 
 use actors::TrainedActor;
@@ -318,6 +319,26 @@ pub(crate) fn in_old_layout(bytes: &[u8], version: u32) -> Vec<u8> {
     .unwrap()
 }
 
+/// The tapes an [`ActorCritic`] runs its MLPs on, buffers kept across updates.
+#[derive(Clone)]
+struct Tapes {
+    /// The deterministic actor's (online and target alike); none for SAC's.
+    actor: Option<MlpTape>,
+    /// One per critic (online and target alike).
+    critics: Vec<MlpTape>,
+}
+
+/// The critic's input rows, input ‖ action.
+fn critic_input(inputs: &[f32], actions: &[f32], rows: usize) -> Vec<f32> {
+    let (input_dim, act_dim) = (inputs.len() / rows.max(1), actions.len() / rows.max(1));
+    let mut out = Vec::with_capacity(inputs.len() + actions.len());
+    for row in 0..rows {
+        out.extend_from_slice(&inputs[row * input_dim..(row + 1) * input_dim]);
+        out.extend_from_slice(&actions[row * act_dim..(row + 1) * act_dim]);
+    }
+    out
+}
+
 /// DDPG's (TD3's, SAC's) networks and optimisers, and one gradient step on a batch.
 ///
 /// Kept apart from the agent so other algorithms (HAC levels, agents sharing
@@ -333,7 +354,11 @@ pub struct ActorCritic {
     plain: Device,
     actor: TrainedActor,
     critics: Vec<Trained<Critic>>,
-    target_critics: Vec<Critic>,
+    /// The target critics' parameters, flat.
+    target_critics: Vec<Vec<f32>>,
+    /// Hand-run passes of the deterministic actor's and each critic's MLP
+    /// (burn's autodiff serves SAC's Gaussian actor alone).
+    tapes: Tapes,
     /// SAC's temperature: present exactly with the Gaussian actor.
     temperature: Option<Temperature>,
     /// Autodiff-free copy of the actor, refreshed after each step.
@@ -364,6 +389,15 @@ impl ActorCritic {
                     .init(derive_seed(seed, 2 + i), &device)
             })
             .collect();
+        let tapes = Tapes {
+            actor: match &actor {
+                TrainedActor::Deterministic { actor, .. } => {
+                    Some(MlpTape::new(actor.module().shape()))
+                }
+                TrainedActor::Gaussian(_) => None,
+            },
+            critics: critics.iter().map(|c| MlpTape::new(c.shape())).collect(),
+        };
         let temperature = (config.actor == ActorKind::Gaussian).then(|| {
             Temperature::new(
                 &config.temperature,
@@ -378,7 +412,8 @@ impl ActorCritic {
             plain: device.clone().inner(),
             acting: actor.frozen(),
             actor,
-            target_critics: critics.iter().map(Module::valid).collect(),
+            target_critics: critics.iter().map(flatten).collect(),
+            tapes,
             critics: critics
                 .into_iter()
                 .map(|c| Trained::adam(c, config.critic_lr, config.max_grad_norm))
@@ -454,48 +489,48 @@ impl ActorCritic {
     /// The target actor's actions at `s_{t+1}` (the trained actor's
     /// without target networks), with TD3's clipped smoothing noise.
     fn next_actions(
-        &self,
-        target_actor: &shoal_rl_policy::Actor,
-        next: Tensor<2>,
-        batch: &NetBatch,
+        actor_tape: &mut MlpTape,
+        params: &[f32],
+        next: &[f32],
+        noise: &[f32],
         settings: &UpdateSettings,
-    ) -> Tensor<2> {
-        let actor = match (&self.acting, settings.target_networks) {
-            (FrozenActor::Deterministic(online), false) => online,
-            _ => target_actor,
-        };
-        let actions = actor.forward(next);
+    ) -> Vec<f32> {
+        let mut actions = actor_tape.forward(params, next).to_vec();
+        fast_tanh_in_place(&mut actions);
         if settings.target_policy_noise <= 0.0 {
             return actions;
         }
         let (std, clip) = (settings.target_policy_noise, settings.target_noise_clip);
-        let noise: Vec<f32> = batch
-            .next_action_noise
-            .iter()
-            .map(|e| (std * e).clamp(-clip, clip))
-            .collect();
-        let noise = rows_to_tensor(&noise, self.act_dim, &self.plain);
-        (actions + noise).clamp(-1.0, 1.0)
+        actions
+            .iter_mut()
+            .zip(noise)
+            .for_each(|(a, e)| *a = (*a + (std * e).clamp(-clip, clip)).clamp(-1.0, 1.0));
+        actions
     }
 
     /// `min_i Q'_i(s', a')` per row: the target critics (the trained ones
     /// without target networks), no gradient.
     fn min_next_q(
-        &self,
-        next: Tensor<2>,
-        next_actions: Tensor<2>,
+        &mut self,
+        next: &[f32],
+        next_actions: &[f32],
         settings: &UpdateSettings,
     ) -> Vec<f32> {
-        let mut next_q = vec![f32::INFINITY; next.dims()[0]];
-        for i in 0..self.critics.len() {
-            let q = if settings.target_networks {
-                self.target_critics[i].forward(next.clone(), next_actions.clone())
+        let rows = next_actions.len() / self.act_dim;
+        let input = critic_input(next, next_actions, rows);
+        let mut next_q = vec![f32::INFINITY; rows];
+        for (i, critic) in self.critics.iter().enumerate() {
+            let params = if settings.target_networks {
+                &self.target_critics[i]
             } else {
-                let critic = self.critics[i].module().valid();
-                critic.forward(next.clone(), next_actions.clone())
+                critic.params()
             };
-            let q: Vec<f32> = q.into_data().try_to_vec().expect("f32 tensor");
-            next_q.iter_mut().zip(q).for_each(|(m, q)| *m = m.min(q));
+            let z = self.tapes.critics[i].forward(params, &input);
+            let head = critic.module();
+            next_q
+                .iter_mut()
+                .zip(z)
+                .for_each(|(m, z)| *m = m.min(head.head(*z).0));
         }
         next_q
     }
@@ -506,7 +541,7 @@ impl ActorCritic {
     /// The actor's gradient uses the critics before their step, as
     /// baselines does.
     pub fn gradients(
-        &self,
+        &mut self,
         batch: &NetBatch,
         settings: &UpdateSettings,
     ) -> Result<(Vec<f32>, UpdateStats)> {
@@ -514,19 +549,31 @@ impl ActorCritic {
 
         // ---- critic target y = r + γ·(1 − done)·V(s'), clipped ----
         // DDPG/TD3: V(s') = min_i Q'_i(s', ã'), ã' = π'(s') (+ clipped
-        // noise); SAC: the soft value (sac.rs). Computed on the plain
-        // device: no gradient flows into the targets. Without target
-        // networks Q' and π' are the networks being trained.
-        let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
-        let next_values = match (&self.actor, &self.acting, &self.temperature) {
-            (TrainedActor::Deterministic { target, .. }, _, _) => {
-                let next_actions = self.next_actions(target, next.clone(), batch, settings);
-                self.min_next_q(next, next_actions, settings)
+        // noise); SAC: the soft value (sac.rs). No gradient flows into the
+        // targets. Without target networks Q' and π' are the networks
+        // being trained.
+        let next_values = match &self.actor {
+            TrainedActor::Deterministic { actor, target } => {
+                let params = if settings.target_networks {
+                    target.as_slice()
+                } else {
+                    actor.params()
+                };
+                let tape = self
+                    .tapes
+                    .actor
+                    .as_mut()
+                    .expect("a deterministic actor's tape");
+                let next_actions = Self::next_actions(
+                    tape,
+                    params,
+                    &batch.next_inputs,
+                    &batch.next_action_noise,
+                    settings,
+                );
+                self.min_next_q(&batch.next_inputs, &next_actions, settings)
             }
-            (_, FrozenActor::Gaussian(actor), Some(temperature)) => {
-                self.soft_next_values(actor, temperature, next, batch, settings)
-            }
-            _ => unreachable!("a Gaussian actor comes with its temperature"),
+            TrainedActor::Gaussian(_) => self.soft_next_values(batch, settings),
         };
         let targets: Vec<f32> = (0..n)
             .map(|i| {
@@ -541,63 +588,102 @@ impl ActorCritic {
                     .map_or(y, |(low, high)| y.clamp(low, high))
             })
             .collect();
-        let targets = Tensor::<2>::from_data(TensorData::new(targets, [n, 1]), &self.device);
 
         // ---- critics: each regresses Q_i(s, a) on y ----
-        // Their losses are summed for one backward pass; each critic's
-        // parameters get the gradient of its own mean squared error.
-        let inputs = rows_to_tensor(&batch.inputs, self.input_dim, &self.device);
-        let actions = rows_to_tensor(&batch.actions, self.act_dim, &self.device);
+        // Each critic's parameters get the gradient of its own mean
+        // squared error; the reported loss is their mean.
+        let input = critic_input(&batch.inputs, &batch.actions, n);
         let mut q_mean = 0.0;
-        let mut critic_losses = Vec::with_capacity(self.critics.len());
+        let mut critic_loss = 0.0;
+        let critic_sizes: Vec<usize> = self.critics.iter().map(|c| c.params().len()).collect();
+        let mut critic_grads = vec![0.0f32; critic_sizes.iter().sum()];
+        let mut d_z = vec![0.0f32; n];
+        let mut offset = 0;
         for (i, critic) in self.critics.iter().enumerate() {
-            let q = critic.module().forward(inputs.clone(), actions.clone());
-            if i == 0 {
-                q_mean = q.clone().mean().into_scalar::<f32>() as f64;
+            let tape = &mut self.tapes.critics[i];
+            let z = tape.forward(critic.params(), &input);
+            let head = critic.module();
+            let mut loss = 0.0f64;
+            let mut q_sum = 0.0f64;
+            for ((d, z), y) in d_z.iter_mut().zip(z).zip(&targets) {
+                let (q, slope) = head.head(*z);
+                let error = q - y;
+                loss += (error * error) as f64;
+                q_sum += q as f64;
+                *d = 2.0 * error * slope / n as f32;
             }
-            let error = q - targets.clone();
-            critic_losses.push((error.clone() * error).mean());
-        }
-        let critic_loss = critic_losses
-            .into_iter()
-            .reduce(|a, b| a + b)
-            .expect("at least one critic");
-        let critic_loss_value =
-            critic_loss.clone().into_scalar::<f32>() as f64 / self.critics.len() as f64;
-        let mut backward = critic_loss.backward();
-        let mut critic_grads = Vec::new();
-        for critic in &self.critics {
-            critic_grads.extend(critic.take_grads(&mut backward));
+            if i == 0 {
+                q_mean = q_sum / n as f64;
+            }
+            critic_loss += loss / n as f64;
+            let grad = &mut critic_grads[offset..offset + critic_sizes[i]];
+            tape.backward(critic.params(), &d_z, Some(grad), None);
+            offset += critic_sizes[i];
         }
 
         let mut stats = UpdateStats {
-            critic_loss: critic_loss_value,
+            critic_loss: critic_loss / self.critics.len() as f64,
             q_mean,
             ..UpdateStats::default()
         };
         if !settings.update_actor {
             return Ok((critic_grads, stats));
         }
-        let grads = match (&self.actor, &self.temperature) {
+        let grads = match &self.actor {
             // ---- DDPG's actor: maximise Q_1(s, π(s)), penalise large actions ----
-            // The critic's weights take no gradient here (`no_grad`), which
-            // skips their backward matmuls; the gradient still flows to π.
-            (TrainedActor::Deterministic { actor, .. }, _) => {
-                let pi = actor.module().forward(inputs.clone());
-                let q_pi = self.critics[0]
-                    .module()
-                    .clone()
-                    .no_grad()
-                    .forward(inputs, pi.clone());
-                let actor_loss =
-                    q_pi.mean().neg() + pi.square().mean().mul_scalar(settings.action_l2);
-                stats.actor_loss = Some(actor_loss.clone().into_scalar::<f32>() as f64);
-                let mut grads = actor.take_grads(&mut actor_loss.backward());
+            // The critic is held fixed: only dQ/da goes back, into π.
+            TrainedActor::Deterministic { actor, .. } => {
+                let act_dim = self.act_dim;
+                let actor_tape = self
+                    .tapes
+                    .actor
+                    .as_mut()
+                    .expect("a deterministic actor's tape");
+                let mut pi = actor_tape.forward(actor.params(), &batch.inputs).to_vec();
+                fast_tanh_in_place(&mut pi);
+                let critic = &self.critics[0];
+                let critic_tape = &mut self.tapes.critics[0];
+                let z = critic_tape.forward(critic.params(), &critic_input(&batch.inputs, &pi, n));
+                let head = critic.module();
+                let mut q_sum = 0.0f64;
+                let d_q: Vec<f32> = z
+                    .iter()
+                    .map(|z| {
+                        let (q, slope) = head.head(*z);
+                        q_sum += q as f64;
+                        -slope / n as f32
+                    })
+                    .collect();
+                let mut d_input = vec![0.0f32; input.len()];
+                critic_tape.backward(critic.params(), &d_q, None, Some(&mut d_input));
+                // loss = −mean(Q) + l2·mean(π²); through π = tanh(u).
+                let l2 = settings.action_l2;
+                let count = (n * act_dim) as f32;
+                let mut squares = 0.0f64;
+                let width = self.input_dim + act_dim;
+                let d_u: Vec<f32> = pi
+                    .iter()
+                    .enumerate()
+                    .map(|(k, a)| {
+                        squares += (a * a) as f64;
+                        let (row, j) = (k / act_dim, k % act_dim);
+                        let d_a = d_input[row * width + self.input_dim + j] + 2.0 * l2 * a / count;
+                        d_a * (1.0 - a * a)
+                    })
+                    .collect();
+                stats.actor_loss = Some(-q_sum / n as f64 + l2 as f64 * squares / count as f64);
+                let mut grads = vec![0.0f32; actor.params().len()];
+                actor_tape.backward(actor.params(), &d_u, Some(&mut grads), None);
                 grads.extend(critic_grads);
                 grads
             }
             // ---- SAC's actor and temperature (sac.rs) ----
-            (TrainedActor::Gaussian(actor), Some(temperature)) => {
+            TrainedActor::Gaussian(actor) => {
+                let temperature = self
+                    .temperature
+                    .as_ref()
+                    .expect("a Gaussian actor comes with its temperature");
+                let inputs = rows_to_tensor(&batch.inputs, self.input_dim, &self.device);
                 let step = self.soft_actor_step(actor, temperature, inputs, batch, settings);
                 stats.actor_loss = Some(step.actor_loss);
                 stats.alpha = Some(temperature.alpha() as f64);
@@ -606,9 +692,6 @@ impl ActorCritic {
                 grads.extend(critic_grads);
                 grads.push(step.log_alpha_grad);
                 grads
-            }
-            (TrainedActor::Gaussian(_), None) => {
-                unreachable!("a Gaussian actor comes with its temperature")
             }
         };
         Ok((grads, stats))
@@ -704,11 +787,8 @@ impl ActorCritic {
             .target_critics
             .iter()
             .zip(&self.critics)
-            .map(|(target, critic)| {
-                let blended = blend(flatten(target), critic.parameters());
-                unflatten(target.clone(), &blended)
-            })
-            .collect::<Result<Vec<_>>>()?;
+            .map(|(target, critic)| blend(target.clone(), critic.parameters()))
+            .collect();
         self.actor = actor;
         self.target_critics = target_critics;
         Ok(())
@@ -731,7 +811,7 @@ impl ActorCritic {
     pub(crate) fn target_parameters(&self) -> Vec<f32> {
         let mut flat = self.actor.target_parameters();
         for critic in &self.target_critics {
-            flat.extend(flatten(critic));
+            flat.extend(critic);
         }
         flat
     }
@@ -762,7 +842,7 @@ impl ActorCritic {
         self.critics = critics;
         self.temperature = temperature;
         if !self.stepped {
-            self.target_critics = self.critics.iter().map(|c| c.module().valid()).collect();
+            self.target_critics = self.critics.iter().map(Trained::parameters).collect();
         }
         Ok(())
     }
@@ -773,7 +853,7 @@ impl ActorCritic {
             actor: self.actor.save_state(),
             critics: self.critics.iter().map(Trained::save_state).collect(),
             target_actor: self.actor.target_parameters(),
-            target_critics: self.target_critics.iter().map(flatten).collect(),
+            target_critics: self.target_critics.clone(),
             temperature: self.temperature.as_ref().map(Temperature::save_state),
         })
         .expect("serialising plain vectors cannot fail")
@@ -816,12 +896,16 @@ impl ActorCritic {
         if let (Some(temperature), Some(bytes)) = (temperature.as_mut(), &state.temperature) {
             temperature.load_state(bytes)?;
         }
-        let target_critics = self
-            .target_critics
-            .iter()
-            .zip(&state.target_critics)
-            .map(|(target, flat)| unflatten(target.clone(), flat))
-            .collect::<Result<Vec<_>>>()?;
+        for (target, flat) in self.target_critics.iter().zip(&state.target_critics) {
+            if flat.len() != target.len() {
+                return Err(Error::Shape(format!(
+                    "actor-critic state has a target critic of {} values, the critics have {}",
+                    flat.len(),
+                    target.len()
+                )));
+            }
+        }
+        let target_critics = state.target_critics;
         self.acting = actor.frozen();
         self.actor = actor;
         self.critics = critics;
@@ -1156,7 +1240,7 @@ mod tests {
 
     #[test]
     fn critic_target_is_clipped_and_not_bootstrapped_at_terminals() {
-        let networks = tiny_networks();
+        let mut networks = tiny_networks();
         // Terminal transitions with a reward outside [−2, 0]: y = clip(5) = 0.
         let batch = NetBatch {
             inputs: vec![0.1, 0.2, 0.3, -0.3, 0.0, 0.5],

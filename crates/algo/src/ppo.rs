@@ -821,7 +821,7 @@ impl<E: Env> Ppo<E> {
         let mut grads = vec![0.0f32; split + self.value.params().len()];
         let (policy_grad, value_grad) = grads.split_at_mut(split);
         self.policy_tape
-            .backward(self.policy.params(), &coef, policy_grad, None);
+            .backward(self.policy.params(), &coef, Some(policy_grad), None);
 
         // ---- value: regression on the GAE targets ----
         // ½·mean((V − target)²), or with clipping ½·mean(max((V − target)²,
@@ -856,7 +856,7 @@ impl<E: Env> Ppo<E> {
         }
         stats.value_loss = 0.5 * loss / b as f64;
         self.value_tape
-            .backward(self.value.params(), &d_value, value_grad, None);
+            .backward(self.value.params(), &d_value, Some(value_grad), None);
 
         let n = b as f64;
         stats.policy_loss /= n;

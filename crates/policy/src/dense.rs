@@ -105,7 +105,7 @@ fn fast_tanh_avx2(values: &mut [f32]) {
 /// assert_eq!(out.len(), 2 * 2); // 2 rows, 2 outputs
 /// // d(sum of outputs)/d(parameters):
 /// let mut grad = vec![0.0; params.len()];
-/// tape.backward(&params, &[1.0; 4], &mut grad, None);
+/// tape.backward(&params, &[1.0; 4], Some(&mut grad), None);
 /// ```
 #[derive(Clone, Debug)]
 pub struct MlpTape {
@@ -193,8 +193,10 @@ impl MlpTape {
 
     /// Back-propagates `d_output` (d loss / d output, `rows × output`) of
     /// the last forward pass: writes d loss / d parameters into `grad` (same
-    /// layout as `params`, overwritten) and, if asked, d loss / d input into
-    /// `d_input` (`rows × input`, overwritten).
+    /// layout as `params`, overwritten) and d loss / d input into `d_input`
+    /// (`rows × input`, overwritten), each if asked. Without `grad` the
+    /// weight gradients' products are skipped (a network held fixed, as
+    /// the critic under DDPG's actor loss).
     ///
     /// # Panics
     /// If the lengths do not fit the shape and the last forward pass.
@@ -202,14 +204,16 @@ impl MlpTape {
         &mut self,
         params: &[f32],
         d_output: &[f32],
-        grad: &mut [f32],
+        mut grad: Option<&mut [f32]>,
         d_input: Option<&mut [f32]>,
     ) {
         let sizes = &self.shape.sizes;
         let rows = self.rows;
         let last = sizes.len() - 1;
         assert_eq!(params.len(), self.shape.num_params(), "parameter count");
-        assert_eq!(grad.len(), params.len(), "gradient length");
+        if let Some(grad) = &grad {
+            assert_eq!(grad.len(), params.len(), "gradient length");
+        }
         assert_eq!(d_output.len(), rows * sizes[last], "output gradient length");
         self.delta.clear();
         self.delta.extend_from_slice(d_output);
@@ -219,32 +223,34 @@ impl MlpTape {
             let (inputs, outputs) = (sizes[l - 1], sizes[l]);
             let start = end - (inputs + 1) * outputs;
             let weight = &params[start..start + inputs * outputs];
-            let (grad_weight, grad_bias) = grad[start..end].split_at_mut(inputs * outputs);
-            end = start;
             let x = &self.values[l - 1];
-            // dW = xᵀ · δ: x read column by column.
-            // SAFETY: x is rows × inputs, δ rows × outputs, dW inputs × outputs.
-            unsafe {
-                matmul(
-                    inputs,
-                    outputs,
-                    rows,
-                    grad_weight,
-                    outputs,
-                    1,
-                    x,
-                    1,
-                    inputs,
-                    &self.delta,
-                    outputs,
-                    1,
-                    false,
-                );
+            if let Some(grad) = grad.as_deref_mut() {
+                let (grad_weight, grad_bias) = grad[start..end].split_at_mut(inputs * outputs);
+                // dW = xᵀ · δ: x read column by column.
+                // SAFETY: x is rows × inputs, δ rows × outputs, dW inputs × outputs.
+                unsafe {
+                    matmul(
+                        inputs,
+                        outputs,
+                        rows,
+                        grad_weight,
+                        outputs,
+                        1,
+                        x,
+                        1,
+                        inputs,
+                        &self.delta,
+                        outputs,
+                        1,
+                        false,
+                    );
+                }
+                grad_bias.fill(0.0);
+                for row in self.delta.chunks_exact(outputs) {
+                    grad_bias.iter_mut().zip(row).for_each(|(g, d)| *g += d);
+                }
             }
-            grad_bias.fill(0.0);
-            for row in self.delta.chunks_exact(outputs) {
-                grad_bias.iter_mut().zip(row).for_each(|(g, d)| *g += d);
-            }
+            end = start;
             let wants_input = l > 1 || d_input.is_some();
             if !wants_input {
                 break;
@@ -435,13 +441,17 @@ mod tests {
         close(&out, &want_out, 1e-5, "output");
         let mut grad = vec![f32::NAN; params.len()];
         let mut d_input = vec![f32::NAN; input.len()];
-        tape.backward(&params, &d_output, &mut grad, Some(&mut d_input));
+        tape.backward(&params, &d_output, Some(&mut grad), Some(&mut d_input));
         close(&grad, &want_grad, 1e-4, "parameter gradient");
         close(&d_input, &want_d_input, 1e-4, "input gradient");
         // Without the input gradient, the same parameter gradient.
         let mut again = vec![f32::NAN; params.len()];
-        tape.backward(&params, &d_output, &mut again, None);
+        tape.backward(&params, &d_output, Some(&mut again), None);
         assert_eq!(again, grad);
+        // Without the parameter gradient, the same input gradient.
+        let mut d_input_again = vec![f32::NAN; input.len()];
+        tape.backward(&params, &d_output, None, Some(&mut d_input_again));
+        assert_eq!(d_input_again, d_input);
     }
 
     #[test]

@@ -9,9 +9,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::Result;
-use shoal_rl_policy::{
-    Actor, ActorConfig, GaussianActor, GaussianActorConfig, Trained, flatten, unflatten,
-};
+use shoal_rl_policy::{Actor, ActorConfig, GaussianActor, GaussianActorConfig, Trained, flatten};
 
 /// Which actor an actor-critic trains.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +63,8 @@ impl FrozenActor {
 pub(crate) enum TrainedActor {
     Deterministic {
         actor: Trained<Actor>,
-        target: Actor,
+        /// The target actor's parameters, flat.
+        target: Vec<f32>,
     },
     Gaussian(Trained<GaussianActor>),
 }
@@ -87,7 +86,7 @@ impl TrainedActor {
                     .with_hidden(hidden.to_vec())
                     .init(seed, device);
                 TrainedActor::Deterministic {
-                    target: actor.valid(),
+                    target: flatten(&actor),
                     actor: Trained::adam(actor, learning_rate, max_grad_norm),
                 }
             }
@@ -131,7 +130,7 @@ impl TrainedActor {
             TrainedActor::Deterministic { actor, target } => {
                 actor.set_parameters(flat)?;
                 if reset_target {
-                    *target = actor.module().valid();
+                    *target = actor.parameters();
                 }
             }
             TrainedActor::Gaussian(actor) => actor.set_parameters(flat)?,
@@ -151,7 +150,7 @@ impl TrainedActor {
     /// The target actor's parameters; none for the Gaussian actor.
     pub(crate) fn target_parameters(&self) -> Vec<f32> {
         match self {
-            TrainedActor::Deterministic { target, .. } => flatten(target),
+            TrainedActor::Deterministic { target, .. } => target.clone(),
             TrainedActor::Gaussian(_) => Vec::new(),
         }
     }
@@ -161,7 +160,14 @@ impl TrainedActor {
     pub(crate) fn set_target_parameters(&mut self, flat: &[f32]) -> Result<()> {
         match self {
             TrainedActor::Deterministic { target, .. } => {
-                *target = unflatten(target.clone(), flat)?;
+                if flat.len() != target.len() {
+                    return Err(shoal_rl_core::Error::Shape(format!(
+                        "target actor has {} values, the actor {}",
+                        flat.len(),
+                        target.len()
+                    )));
+                }
+                target.copy_from_slice(flat);
             }
             TrainedActor::Gaussian(_) => {
                 if !flat.is_empty() {

@@ -24,7 +24,7 @@ use burn::tensor::{Tensor, TensorData};
 use shoal_rl_core::Result;
 use shoal_rl_policy::{GaussianActor, Trained, canonicalise, rows_to_tensor, unflatten};
 
-use super::{ActorCritic, NetBatch, UpdateSettings};
+use super::{ActorCritic, FrozenActor, NetBatch, UpdateSettings};
 
 /// SAC's entropy temperature α: where it starts and whether it is learned.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -169,18 +169,21 @@ impl ActorCritic {
     /// the online Gaussian actor with the batch's draws at `s'`: the soft
     /// value SAC bootstraps from. No gradient flows into it.
     pub(super) fn soft_next_values(
-        &self,
-        actor: &GaussianActor,
-        temperature: &Temperature,
-        next: Tensor<2>,
+        &mut self,
         batch: &NetBatch,
         settings: &UpdateSettings,
     ) -> Vec<f32> {
+        let (FrozenActor::Gaussian(actor), Some(temperature)) = (&self.acting, &self.temperature)
+        else {
+            unreachable!("a Gaussian actor comes with its temperature")
+        };
+        let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
         let noise = rows_to_tensor(&batch.next_action_noise, self.act_dim, &self.plain);
-        let (next_actions, log_probs) = actor.sample(next.clone(), noise);
+        let (next_actions, log_probs) = actor.sample(next, noise);
+        let next_actions: Vec<f32> = next_actions.into_data().try_to_vec().expect("f32 tensor");
         let log_probs: Vec<f32> = log_probs.into_data().try_to_vec().expect("f32 tensor");
         let alpha = temperature.alpha();
-        self.min_next_q(next, next_actions, settings)
+        self.min_next_q(&batch.next_inputs, &next_actions, settings)
             .into_iter()
             .zip(log_probs)
             .map(|(q, log_prob)| q - alpha * log_prob)
