@@ -5,26 +5,37 @@
 //! plumbing that lets parallel strategies drive it.
 //!
 //! The policy gradient of a Beta policy needs ∂ log p / ∂(α, β), which involves
-//! the digamma function that burn lacks. We compute that score analytically on
-//! the CPU and inject it as `loss = Σ detach(c_α)·α + detach(c_β)·β`, whose
-//! gradient with respect to the network is exactly the REINFORCE gradient.
+//! the digamma function that burn lacks. We compute that score analytically,
+//! carry it through α = 1 + softplus(z) to the raw outputs, and back through
+//! the network by hand ([`MlpTape`], as PPO does); the value regression's
+//! gradient goes back the same way. The tests hold both to the losses
+//! written out in f64.
 
 use burn::module::Module;
-use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{
     Alone, Env, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Result, Space,
     StopFlag, derive_seed, evaluate_policy, split_parameters,
 };
 use shoal_rl_policy::{
-    Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, Trained,
-    beta_entropy, beta_entropy_grad, beta_log_prob_grad, rows_to_tensor, sample_unit,
+    Activation, BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, Mlp, MlpConfig, MlpTape,
+    Trained, beta_entropy, beta_entropy_grad, beta_log_prob_grad, beta_parameter, sample_unit,
     training_device,
 };
 
 use crate::check;
 use crate::rollout::{Rollout, StateDims, collect_episodes, learn_in_batches, play_episode};
 use crate::versioned::Format;
+
+/// One row of raw policy outputs (the α half, then the β half) as the
+/// Beta's (α, β) per action component.
+fn beta_parameters(raw: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (alpha, beta) = raw.split_at(raw.len() / 2);
+    (
+        alpha.iter().map(|z| beta_parameter(*z).0).collect(),
+        beta.iter().map(|z| beta_parameter(*z).0).collect(),
+    )
+}
 
 /// What the advantage subtracts from the return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,14 +152,12 @@ pub struct Reinforce<E: Env> {
     action_space: Space,
     obs_dim: usize,
     act_dim: usize,
-    /// Autodiff device for updates.
-    device: Device,
-    /// The same device without autodiff, for acting.
-    plain: Device,
     policy: Trained<BetaPolicyNet>,
-    /// Autodiff-free copy of `policy.module()` for acting, refreshed after each step.
-    acting: BetaPolicyNet,
     value: Trained<Mlp>,
+    /// Each network's passes by hand on its flat parameters (acting,
+    /// predictions and gradients).
+    policy_tape: MlpTape,
+    value_tape: MlpTape,
     running_mean: f64,
     seed: u64,
     episodes: u64,
@@ -173,8 +182,9 @@ impl<E: Env> Reinforce<E> {
         );
         let clip = Some(config.max_grad_norm);
         let policy = Trained::adam(net, config.learning_rate, clip);
-        let acting = policy.module().valid();
         Ok(Reinforce {
+            policy_tape: MlpTape::new(policy.module().shape()),
+            value_tape: MlpTape::new(value_net.shape()),
             value: Trained::adam(value_net, config.value_learning_rate, clip),
             config,
             env,
@@ -182,10 +192,7 @@ impl<E: Env> Reinforce<E> {
             action_space,
             obs_dim,
             act_dim,
-            plain: device.clone().inner(),
-            device,
             policy,
-            acting,
             running_mean: 0.0,
             seed,
             episodes: 0,
@@ -219,14 +226,14 @@ impl<E: Env> Reinforce<E> {
     /// Plays one episode with the stochastic policy (seeded by its number:
     /// see [`play_episode`]).
     fn collect_episode(&mut self) -> Result<(Rollout, f64)> {
-        let (acting, plain) = (&self.acting, &self.plain);
+        let (tape, params) = (&mut self.policy_tape, self.policy.params());
         let (rollout, undiscounted) = play_episode(
             &mut self.env,
             &self.action_space,
             self.seed,
             self.episodes,
             |obs, rng| {
-                let (alpha, beta) = acting.distribution(obs, plain);
+                let (alpha, beta) = beta_parameters(tape.forward(params, obs));
                 sample_unit(&alpha, &beta, rng)
             },
             |unit| unit.to_vec(),
@@ -244,15 +251,13 @@ impl<E: Env> Reinforce<E> {
     // Returns, baseline, advantages
     // ---------------------------------------------------------------------
 
-    fn values(&self, obs: &[f32]) -> Vec<f32> {
-        let input = rows_to_tensor(obs, self.obs_dim, &self.plain);
-        let out = self.value.module().valid().forward(input);
-        out.into_data().try_to_vec().expect("f32 tensor")
+    fn values(&mut self, obs: &[f32]) -> Vec<f32> {
+        self.value_tape.forward(self.value.params(), obs).to_vec()
     }
 
     /// Discounted returns-to-go. A truncated episode is not over for the task,
     /// so with a value baseline its tail is bootstrapped with V(s_T).
-    fn returns(&self, rollout: &Rollout) -> Vec<f64> {
+    fn returns(&mut self, rollout: &Rollout) -> Vec<f64> {
         let mut tail = if rollout.truncated && self.config.baseline == Baseline::Value {
             self.values(&rollout.final_obs)[0] as f64
         } else {
@@ -306,40 +311,50 @@ impl<E: Env> Reinforce<E> {
                 .for_each(|a| *a = (*a - mean) / (std + 1e-8));
         }
 
-        // ---- policy: inject the analytic Beta score as a surrogate loss ----
-        let obs_tensor = rows_to_tensor(&obs, self.obs_dim, &self.device);
-        let (alpha, beta) = self.policy.module().forward(obs_tensor.clone());
-        let alpha_v: Vec<f32> = alpha.clone().into_data().try_to_vec().expect("f32 tensor");
-        let beta_v: Vec<f32> = beta.clone().into_data().try_to_vec().expect("f32 tensor");
-        let mut coef_alpha = vec![0.0f32; alpha_v.len()];
-        let mut coef_beta = vec![0.0f32; beta_v.len()];
+        // ---- policy: the analytic Beta score, back through the network ----
+        let act_dim = self.act_dim;
+        let out = self.policy_tape.forward(self.policy.params(), &obs);
+        let mut d_out = vec![0.0f32; out.len()];
         let mut entropy = 0.0;
-        for (i, (&a, &b)) in alpha_v.iter().zip(&beta_v).enumerate() {
-            let (a, b, x) = (a as f64, b as f64, units[i] as f64);
-            let adv = advantages[i / self.act_dim];
-            let (ga, gb) = beta_log_prob_grad(x, a, b);
-            let (ea, eb) = beta_entropy_grad(a, b);
-            // Minimising −(A·log p + c·H) averaged over time steps.
-            coef_alpha[i] = (-(adv * ga + self.config.entropy_coef * ea) / n as f64) as f32;
-            coef_beta[i] = (-(adv * gb + self.config.entropy_coef * eb) / n as f64) as f32;
-            entropy += beta_entropy(a, b);
+        for (row, (raw, d_row)) in out
+            .chunks_exact(2 * act_dim)
+            .zip(d_out.chunks_exact_mut(2 * act_dim))
+            .enumerate()
+        {
+            let adv = advantages[row];
+            for j in 0..act_dim {
+                let ((a, slope_a), (b, slope_b)) =
+                    (beta_parameter(raw[j]), beta_parameter(raw[act_dim + j]));
+                let (a, b, x) = (a as f64, b as f64, units[row * act_dim + j] as f64);
+                let (ga, gb) = beta_log_prob_grad(x, a, b);
+                let (ea, eb) = beta_entropy_grad(a, b);
+                // Minimising −(A·log p + c·H) averaged over time steps.
+                let coef_alpha = -(adv * ga + self.config.entropy_coef * ea) / n as f64;
+                let coef_beta = -(adv * gb + self.config.entropy_coef * eb) / n as f64;
+                d_row[j] = (coef_alpha * slope_a as f64) as f32;
+                d_row[act_dim + j] = (coef_beta * slope_b as f64) as f32;
+                entropy += beta_entropy(a, b);
+            }
         }
-        let shape = [n, self.act_dim];
-        let coef_alpha = Tensor::<2>::from_data(TensorData::new(coef_alpha, shape), &self.device);
-        let coef_beta = Tensor::<2>::from_data(TensorData::new(coef_beta, shape), &self.device);
-        let surrogate = (alpha * coef_alpha + beta * coef_beta).sum();
-        let mut policy_grads = self.policy.take_grads(&mut surrogate.backward());
+        let mut policy_grads = vec![0.0f32; self.policy.params().len()];
+        self.policy_tape
+            .backward(self.policy.params(), &d_out, Some(&mut policy_grads), None);
 
-        // ---- value: regression on returns ----
+        // ---- value: regression on returns, mean((V − G)²) ----
         let mut value_grads = Vec::new();
         let mut value_loss = 0.0;
         if self.config.baseline == Baseline::Value {
-            let targets: Vec<f32> = returns.iter().map(|g| *g as f32).collect();
-            let targets = Tensor::<2>::from_data(TensorData::new(targets, [n, 1]), &self.device);
-            let err = self.value.module().forward(obs_tensor) - targets;
-            let loss = (err.clone() * err).mean();
-            value_loss = loss.clone().into_scalar::<f32>() as f64;
-            value_grads = self.value.take_grads(&mut loss.backward());
+            let predicted = self.value_tape.forward(self.value.params(), &obs);
+            let mut d_value = vec![0.0f32; n];
+            for ((d, v), g) in d_value.iter_mut().zip(predicted).zip(&returns) {
+                let error = *v - *g as f32;
+                value_loss += (error * error) as f64;
+                *d = 2.0 * error / n as f32;
+            }
+            value_loss /= n as f64;
+            value_grads = vec![0.0f32; self.value.params().len()];
+            self.value_tape
+                .backward(self.value.params(), &d_value, Some(&mut value_grads), None);
         }
 
         // ---- average across workers (one message), then step ----
@@ -351,7 +366,6 @@ impl<E: Env> Reinforce<E> {
         if self.config.baseline == Baseline::Value {
             self.value.step(value_part)?;
         }
-        self.acting = self.policy.module().valid();
 
         let mean_return = returns.iter().sum::<f64>() / n as f64;
         if self.config.baseline == Baseline::RunningMean {
@@ -431,7 +445,6 @@ impl<E: Env> Learner for Reinforce<E> {
         value.load_state(&state.value)?;
         self.policy = policy;
         self.value = value;
-        self.acting = self.policy.module().valid();
         self.running_mean = state.running_mean;
         self.episodes = state.episodes;
         self.env_steps = state.env_steps;
@@ -457,7 +470,6 @@ impl<E: Env> GradientLearner for Reinforce<E> {
         value.set_parameters(parts[1])?;
         self.policy = policy;
         self.value = value;
-        self.acting = self.policy.module().valid();
         Ok(())
     }
 

@@ -58,6 +58,12 @@ impl BetaPolicyNet {
         (alpha, beta)
     }
 
+    /// The shape of its MLP, whose `2 · act_dim` outputs (the α half, then
+    /// the β half) [`beta_parameter`] turns into α and β.
+    pub fn shape(&self) -> crate::MlpShape {
+        self.mlp.shape()
+    }
+
     /// (α, β) for a single observation, as plain vectors.
     pub fn distribution(&self, obs: &[f32], device: &Device) -> (Vec<f32>, Vec<f32>) {
         let (alpha, beta) = self.forward(rows_to_tensor(obs, obs.len(), device));
@@ -66,6 +72,14 @@ impl BetaPolicyNet {
             beta.into_data().try_to_vec().expect("f32"),
         )
     }
+}
+
+/// `1 + softplus(z)`, a raw network output as α or β (always > 1), and its
+/// derivative `sigmoid(z)`; softplus as burn computes it (`ln(1 + eˣ)`,
+/// `x` itself above 20).
+pub fn beta_parameter(z: f32) -> (f32, f32) {
+    let softplus = if z > 20.0 { z } else { z.exp().ln_1p() };
+    (1.0 + softplus, 1.0 / (1.0 + (-z).exp()))
 }
 
 /// Draws one unit-space action (each component in `[UNIT_EPS, 1 − UNIT_EPS]`).
@@ -233,6 +247,24 @@ mod tests {
         };
         assert_eq!(again(9), again(9));
         assert_ne!(again(9), again(10));
+    }
+
+    #[test]
+    fn beta_parameter_is_one_plus_softplus_with_its_derivative() {
+        for z in [-30.0f32, -3.0, -0.5, 0.0, 0.7, 4.0, 19.0, 25.0] {
+            let (value, slope) = beta_parameter(z);
+            let exact = 1.0 + softplus(z as f64);
+            assert!(
+                (value as f64 - exact).abs() < 1e-6 * exact,
+                "{z}: {value} against {exact}"
+            );
+            let h = 1e-3;
+            let numeric = (softplus(z as f64 + h) - softplus(z as f64 - h)) / (2.0 * h);
+            assert!(
+                (slope as f64 - numeric).abs() < 1e-5,
+                "{z}: {slope} against {numeric}"
+            );
+        }
     }
 
     #[test]

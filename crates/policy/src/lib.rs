@@ -51,7 +51,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 pub use actor::{Actor, ActorConfig};
 pub use beta::{
-    BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, UNIT_EPS, mean_unit, sample_unit,
+    BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, UNIT_EPS, beta_parameter, mean_unit,
+    sample_unit,
 };
 pub use critic::{Critic, CriticConfig};
 pub use dense::{MlpShape, MlpTape, fast_tanh, fast_tanh_in_place};

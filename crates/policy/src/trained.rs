@@ -15,6 +15,8 @@ use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::Gradients;
 use burn::tensor::{Bytes, DType, Tensor};
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, Result};
 
@@ -28,7 +30,13 @@ const EPSILON: f32 = 1e-8;
 /// A trainable network and its optimiser state.
 #[derive(Clone)]
 pub struct Trained<M> {
-    module: M,
+    /// The network's structure (parameter ids, shapes, device); its values
+    /// are those of `module`'s last refresh, or older.
+    template: M,
+    /// The network with `params`, made from `template` when first asked
+    /// for after a step: learners that run their passes on the flat
+    /// parameters never pay for it.
+    module: OnceLock<M>,
     params: Vec<f32>,
     adam: AdamMoments,
     /// Adam step size.
@@ -50,7 +58,8 @@ impl<M: Module> Trained<M> {
     pub fn adam(module: M, learning_rate: f64, max_grad_norm: Option<f64>) -> Self {
         let params = flatten(&module);
         Trained {
-            module,
+            template: module.clone(),
+            module: OnceLock::from(module),
             params,
             adam: AdamMoments::default(),
             learning_rate,
@@ -60,7 +69,10 @@ impl<M: Module> Trained<M> {
 
     /// The network, on an autodiff device, with the current parameters.
     pub fn module(&self) -> &M {
-        &self.module
+        self.module.get_or_init(|| {
+            unflatten(self.template.clone(), &self.params)
+                .expect("the parameters were checked against this network")
+        })
     }
 
     /// The current parameters, flat (in [`crate::flatten`]'s order).
@@ -71,8 +83,8 @@ impl<M: Module> Trained<M> {
     /// Takes this network's gradients out of a backward pass, flattened.
     pub fn take_grads(&self, grads: &mut Gradients) -> Vec<f32> {
         flatten_grads(
-            &self.module,
-            &GradientsParams::from_module(grads, &self.module),
+            self.module(),
+            &GradientsParams::from_module(grads, self.module()),
         )
     }
 
@@ -104,7 +116,7 @@ impl<M: Module> Trained<M> {
         }
         self.adam
             .step(&mut self.params, flat_grads, self.learning_rate);
-        self.module = unflatten(self.module.clone(), &self.params)?;
+        self.module = OnceLock::new();
         Ok(norm)
     }
 
@@ -115,7 +127,8 @@ impl<M: Module> Trained<M> {
 
     /// Overwrites the parameters (not the optimiser state).
     pub fn set_parameters(&mut self, flat: &[f32]) -> Result<()> {
-        self.module = unflatten(self.module.clone(), flat)?;
+        let module = unflatten(self.template.clone(), flat)?;
+        self.module = OnceLock::from(module);
         self.params = flat.to_vec();
         Ok(())
     }
@@ -124,7 +137,7 @@ impl<M: Module> Trained<M> {
     pub fn save_state(&self) -> Vec<u8> {
         let optim = self
             .adam
-            .to_burn_record(&param_layout(&self.module))
+            .to_burn_record(&param_layout(&self.template))
             .unwrap_or_default();
         postcard::to_stdvec(&TrainedState {
             params: self.params.clone(),
@@ -137,9 +150,9 @@ impl<M: Module> Trained<M> {
     pub fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
         let state: TrainedState = postcard::from_bytes(bytes)
             .map_err(|e| Error::Shape(format!("network state is unreadable: {e}")))?;
-        let module = unflatten(self.module.clone(), &state.params)?;
-        let adam = AdamMoments::from_burn_record(&state.optim, &param_layout(&self.module))?;
-        self.module = module;
+        let module = unflatten(self.template.clone(), &state.params)?;
+        let adam = AdamMoments::from_burn_record(&state.optim, &param_layout(&self.template))?;
+        self.module = OnceLock::from(module);
         self.params = state.params;
         self.adam = adam;
         Ok(())
