@@ -67,6 +67,7 @@ fn train_iteration(c: &mut Criterion) {
         "push-hac",
         "push-far-ddpg-her",
         "push-far-hac",
+        "ur5-hac3",
     ] {
         let cfg = preset(name).unwrap();
         let mut learner = make_learner(&cfg, 0, 1.0).unwrap();
