@@ -62,15 +62,15 @@ pub fn fast_tanh(x: f32) -> f32 {
     const CLAMP: f32 = 7.905_311;
     let x = x.clamp(-CLAMP, CLAMP);
     let x2 = x * x;
-    let p = x2 * -2.760_768_5e-16 + 2.000_187_9e-13;
-    let p = x2 * p + -8.604_671_5e-11;
+    let p = x2 * -2.760_768_6e-16 + 2.000_188e-13;
+    let p = x2 * p + -8.604_672e-11;
     let p = x2 * p + 5.122_297e-8;
     let p = x2 * p + 1.485_722_4e-5;
-    let p = x2 * p + 6.372_619_3e-4;
+    let p = x2 * p + 6.372_619_5e-4;
     let p = x2 * p + 4.893_524_6e-3;
     let q = x2 * 1.198_258_4e-6 + 1.185_347_1e-4;
-    let q = x2 * q + 2.268_434_6e-3;
-    let q = x2 * q + 4.893_525_2e-3;
+    let q = x2 * q + 2.268_434_5e-3;
+    let q = x2 * q + 4.893_525e-3;
     // Below 4e-4, tanh x = x to f32 precision (and the ratio loses it).
     if x.abs() < 4e-4 { x } else { x * p / q }
 }
