@@ -31,8 +31,8 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_rl_policy::{
-    Critic, CriticConfig, MlpTape, Trained, fast_tanh_in_place, flatten, rows_to_tensor,
-    training_device,
+    Critic, CriticConfig, MlpTape, Trained, critic_head, fast_tanh_in_place, flatten,
+    rows_to_tensor, training_device,
 };
 
 use actors::TrainedActor;
@@ -359,6 +359,8 @@ pub struct ActorCritic {
     /// Hand-run passes of the deterministic actor's and each critic's MLP
     /// (burn's autodiff serves SAC's Gaussian actor alone).
     tapes: Tapes,
+    /// `H` of the critics' bounded head (see [`critic_head`]), if bounded.
+    value_bound: Option<f32>,
     /// SAC's temperature: present exactly with the Gaussian actor.
     temperature: Option<Temperature>,
     /// Autodiff-free copy of the actor, refreshed after each step.
@@ -414,6 +416,7 @@ impl ActorCritic {
             actor,
             target_critics: critics.iter().map(flatten).collect(),
             tapes,
+            value_bound: config.value_bound,
             critics: critics
                 .into_iter()
                 .map(|c| Trained::adam(c, config.critic_lr, config.max_grad_norm))
@@ -526,11 +529,11 @@ impl ActorCritic {
                 critic.params()
             };
             let z = self.tapes.critics[i].forward(params, &input);
-            let head = critic.module();
+            let bound = self.value_bound;
             next_q
                 .iter_mut()
                 .zip(z)
-                .for_each(|(m, z)| *m = m.min(head.head(*z).0));
+                .for_each(|(m, z)| *m = m.min(critic_head(bound, *z).0));
         }
         next_q
     }
@@ -602,11 +605,10 @@ impl ActorCritic {
         for (i, critic) in self.critics.iter().enumerate() {
             let tape = &mut self.tapes.critics[i];
             let z = tape.forward(critic.params(), &input);
-            let head = critic.module();
             let mut loss = 0.0f64;
             let mut q_sum = 0.0f64;
             for ((d, z), y) in d_z.iter_mut().zip(z).zip(&targets) {
-                let (q, slope) = head.head(*z);
+                let (q, slope) = critic_head(self.value_bound, *z);
                 let error = q - y;
                 loss += (error * error) as f64;
                 q_sum += q as f64;
@@ -644,12 +646,11 @@ impl ActorCritic {
                 let critic = &self.critics[0];
                 let critic_tape = &mut self.tapes.critics[0];
                 let z = critic_tape.forward(critic.params(), &critic_input(&batch.inputs, &pi, n));
-                let head = critic.module();
                 let mut q_sum = 0.0f64;
                 let d_q: Vec<f32> = z
                     .iter()
                     .map(|z| {
-                        let (q, slope) = head.head(*z);
+                        let (q, slope) = critic_head(self.value_bound, *z);
                         q_sum += q as f64;
                         -slope / n as f32
                     })
@@ -701,7 +702,7 @@ impl ActorCritic {
     /// with SAC's temperature).
     pub(crate) fn sizes(&self) -> Vec<usize> {
         let mut sizes = vec![self.actor.num_params()];
-        sizes.extend(self.critics.iter().map(|c| c.module().num_params()));
+        sizes.extend(self.critics.iter().map(|c| c.params().len()));
         if self.temperature.is_some() {
             sizes.push(1);
         }

@@ -68,6 +68,19 @@ impl CriticConfig {
     }
 }
 
+/// A critic's head on its MLP's output `z`: Q and dQ/dz, as
+/// [`Critic::forward`] computes Q: `−H·sigmoid(z + b₀)` for a head bounded
+/// by `H` ([`Critic::bound`]), `z` itself (slope 1) for a linear one.
+pub fn critic_head(bound: Option<f32>, z: f32) -> (f32, f32) {
+    match bound {
+        Some(h) => {
+            let s = 1.0 / (1.0 + (-(z + bounded_offset(h))).exp());
+            (s * -h, -h * s * (1.0 - s))
+        }
+        None => (z, 1.0),
+    }
+}
+
 /// b₀ of the bounded head −H·sigmoid(z + b₀): it puts z = 0 at [`BOUNDED_Q_INIT`].
 fn bounded_offset(h: f32) -> f32 {
     -(h / -BOUNDED_Q_INIT - 1.0).ln()
@@ -108,18 +121,6 @@ impl Critic {
     /// `H` of the bounded head, if it has one.
     pub fn bound(&self) -> Option<f32> {
         self.bound
-    }
-
-    /// The head on the MLP's output `z`: Q and dQ/dz (z and 1 for a
-    /// linear head), as [`Critic::forward`] computes Q.
-    pub fn head(&self, z: f32) -> (f32, f32) {
-        match self.bound {
-            Some(h) => {
-                let s = 1.0 / (1.0 + (-(z + bounded_offset(h))).exp());
-                (s * -h, -h * s * (1.0 - s))
-            }
-            None => (z, 1.0),
-        }
     }
 
     /// Q values of row-major batches of inputs and actions.

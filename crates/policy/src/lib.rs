@@ -54,7 +54,7 @@ pub use beta::{
     BetaPolicyConfig, BetaPolicyNet, FrozenBetaPolicy, UNIT_EPS, beta_parameter, mean_unit,
     sample_unit,
 };
-pub use critic::{Critic, CriticConfig};
+pub use critic::{Critic, CriticConfig, critic_head};
 pub use dense::{MlpShape, MlpTape, fast_tanh, fast_tanh_in_place};
 pub use gaussian_actor::{
     GaussianActor, GaussianActorConfig, LOG_STD_MAX, LOG_STD_MIN, TANH_LOG_EPS,

@@ -111,8 +111,8 @@ impl TrainedActor {
 
     pub(crate) fn num_params(&self) -> usize {
         match self {
-            TrainedActor::Deterministic { actor, .. } => actor.module().num_params(),
-            TrainedActor::Gaussian(actor) => actor.module().num_params(),
+            TrainedActor::Deterministic { actor, .. } => actor.params().len(),
+            TrainedActor::Gaussian(actor) => actor.params().len(),
         }
     }
 
