@@ -170,7 +170,7 @@ impl MlpTape {
             // rows × outputs, all row-major and of exactly those lengths.
             unsafe {
                 matmul(
-                    rows, outputs, inputs, y, outputs, 1, x, inputs, 1, weight, outputs, 1, false,
+                    rows, outputs, inputs, y, outputs, 1, x, inputs, 1, weight, outputs, 1,
                 );
             }
             for row in y.chunks_exact_mut(outputs) {
@@ -242,7 +242,6 @@ impl MlpTape {
                         &self.delta,
                         outputs,
                         1,
-                        false,
                     );
                 }
                 grad_bias.fill(0.0);
@@ -274,7 +273,6 @@ impl MlpTape {
                     weight,
                     1,
                     outputs,
-                    false,
                 );
             }
             if l > 1 {
@@ -320,16 +318,13 @@ unsafe fn matmul(
     rhs: &[f32],
     rhs_rs: usize,
     rhs_cs: usize,
-    accumulate: bool,
 ) {
     if m == 0 || n == 0 {
         return;
     }
     debug_assert!((m - 1) * dst_rs + (n - 1) * dst_cs < dst.len());
     if k == 0 {
-        if !accumulate {
-            dst.fill(0.0);
-        }
+        dst.fill(0.0);
         return;
     }
     debug_assert!((m - 1) * lhs_rs + (k - 1) * lhs_cs < lhs.len());
@@ -344,7 +339,8 @@ unsafe fn matmul(
             dst.as_mut_ptr(),
             dst_cs as isize,
             dst_rs as isize,
-            accumulate,
+            // dst is overwritten, never read.
+            false,
             lhs.as_ptr(),
             lhs_cs as isize,
             lhs_rs as isize,
