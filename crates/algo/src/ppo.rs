@@ -48,8 +48,8 @@ use shoal_rl_core::{
     Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed, split_parameters,
 };
 use shoal_rl_policy::{
-    Activation, Mlp, MlpConfig, MlpShape, MlpTape, Normalizer, Trained, beta_entropy,
-    beta_entropy_grad, beta_log_prob, beta_log_prob_grad, sample_unit, training_device,
+    Activation, BetaTerms, Mlp, MlpConfig, MlpShape, MlpTape, Normalizer, Trained, sample_unit,
+    training_device,
 };
 
 use crate::check;
@@ -211,47 +211,44 @@ fn log_std(z: f64) -> (f64, f64) {
     }
 }
 
+/// What PPO's loss needs of one action component: `ln π(x)` and the
+/// entropy, each with its gradient with respect to the raw outputs
+/// `(za, zb)`.
+struct ComponentTerms {
+    log_prob: f64,
+    log_prob_grad: [f64; 2],
+    entropy: f64,
+    /// Zero unless asked for (under an entropy bonus).
+    entropy_grad: [f64; 2],
+}
+
 impl PolicyKind {
-    /// `ln π(x)` of one component with raw outputs `(za, zb)`, and its
-    /// gradient with respect to `(za, zb)`.
-    fn log_prob(self, za: f64, zb: f64, x: f64) -> (f64, f64, f64) {
+    /// The terms of one component with raw outputs `(za, zb)` at draw `x`;
+    /// the entropy's gradient only `with_entropy_grad`.
+    fn terms(self, za: f64, zb: f64, x: f64, with_entropy_grad: bool) -> ComponentTerms {
         match self {
             PolicyKind::Beta => {
                 let (alpha, beta) = (1.0 + softplus(za), 1.0 + softplus(zb));
-                let (ga, gb) = beta_log_prob_grad(x, alpha, beta);
-                (
-                    beta_log_prob(x, alpha, beta),
-                    ga * sigmoid(za),
-                    gb * sigmoid(zb),
-                )
+                let (da, db) = (sigmoid(za), sigmoid(zb));
+                let terms = BetaTerms::new(x, alpha, beta, with_entropy_grad);
+                let (ga, gb) = terms.log_prob_grad;
+                let (ha, hb) = terms.entropy_grad.unwrap_or((0.0, 0.0));
+                ComponentTerms {
+                    log_prob: terms.log_prob,
+                    log_prob_grad: [ga * da, gb * db],
+                    entropy: terms.entropy,
+                    entropy_grad: [ha * da, hb * db],
+                }
             }
             PolicyKind::GaussianClip | PolicyKind::GaussianTanh => {
                 let (ls, pass) = log_std(zb);
                 let d = (x - za) / ls.exp();
-                (
-                    -0.5 * d * d - ls - HALF_LN_TWO_PI,
-                    d / ls.exp(),
-                    (d * d - 1.0) * pass,
-                )
-            }
-        }
-    }
-
-    /// The entropy of one component and its gradient with respect to `(za, zb)`.
-    fn entropy(self, za: f64, zb: f64) -> (f64, f64, f64) {
-        match self {
-            PolicyKind::Beta => {
-                let (alpha, beta) = (1.0 + softplus(za), 1.0 + softplus(zb));
-                let (ga, gb) = beta_entropy_grad(alpha, beta);
-                (
-                    beta_entropy(alpha, beta),
-                    ga * sigmoid(za),
-                    gb * sigmoid(zb),
-                )
-            }
-            PolicyKind::GaussianClip | PolicyKind::GaussianTanh => {
-                let (ls, pass) = log_std(zb);
-                (ls + 0.5 + HALF_LN_TWO_PI, 0.0, pass)
+                ComponentTerms {
+                    log_prob: -0.5 * d * d - ls - HALF_LN_TWO_PI,
+                    log_prob_grad: [d / ls.exp(), (d * d - 1.0) * pass],
+                    entropy: ls + 0.5 + HALF_LN_TWO_PI,
+                    entropy_grad: [0.0, pass],
+                }
             }
         }
     }
@@ -639,19 +636,20 @@ impl<E: Env> Ppo<E> {
     }
 }
 
-/// `ln π(draws | row)` summed over components, and its gradient with
-/// respect to the row's raw outputs (`[α-part | β-part]`, one per component).
-fn log_prob(kind: PolicyKind, row: &[f32], draws: &[f32]) -> (f64, Vec<f64>) {
+/// `ln π(draws | row)` summed over components.
+fn log_prob(kind: PolicyKind, row: &[f32], draws: &[f32]) -> f64 {
     let act_dim = draws.len();
-    let mut grad = vec![0.0; row.len()];
-    let mut total = 0.0;
-    for j in 0..act_dim {
-        let (lp, ga, gb) = kind.log_prob(row[j] as f64, row[act_dim + j] as f64, draws[j] as f64);
-        total += lp;
-        grad[j] = ga;
-        grad[act_dim + j] = gb;
-    }
-    (total, grad)
+    (0..act_dim)
+        .map(|j| {
+            kind.terms(
+                row[j] as f64,
+                row[act_dim + j] as f64,
+                draws[j] as f64,
+                false,
+            )
+            .log_prob
+        })
+        .sum()
 }
 
 fn normalize_if(observations: &Normalizer, on: bool, obs: &[f32]) -> Result<Vec<f32>> {
@@ -739,7 +737,7 @@ impl<E: Env> Ppo<E> {
                 let draws = &rollout.unit_actions[t * self.act_dim..(t + 1) * self.act_dim];
                 batch
                     .log_prob_old
-                    .push(log_prob(self.config.policy, row, draws).0);
+                    .push(log_prob(self.config.policy, row, draws));
             }
             batch.obs.extend(obs);
             batch.draws.extend_from_slice(&rollout.unit_actions);
@@ -783,11 +781,24 @@ impl<E: Env> Ppo<E> {
         // ---- policy: d(loss)/d(raw outputs), back through the network ----
         let out = self.policy_tape.forward(self.policy.params(), &obs);
         let (eps, entropy_coef) = (self.config.clip_range, self.config.entropy_coef);
+        // The entropy's gradient (ψ′ of three arguments per Beta component)
+        // is the dearest term; without a bonus it would only be multiplied by 0.
+        let with_entropy_grad = entropy_coef != 0.0;
         let mut coef = vec![0.0f32; out.len()];
+        let mut terms = Vec::with_capacity(act_dim);
         for (k, &i) in rows.iter().enumerate() {
             let row = &out[k * 2 * act_dim..(k + 1) * 2 * act_dim];
             let draws = &batch.draws[i * act_dim..(i + 1) * act_dim];
-            let (log_prob, grad) = log_prob(self.config.policy, row, draws);
+            terms.clear();
+            terms.extend((0..act_dim).map(|j| {
+                self.config.policy.terms(
+                    row[j] as f64,
+                    row[act_dim + j] as f64,
+                    draws[j] as f64,
+                    with_entropy_grad,
+                )
+            }));
+            let log_prob: f64 = terms.iter().map(|t| t.log_prob).sum();
             let log_ratio = log_prob - batch.log_prob_old[i];
             let ratio = log_ratio.exp();
             let adv = advantages[k];
@@ -805,16 +816,13 @@ impl<E: Env> Ppo<E> {
                 stats.clip_fraction += 1.0;
             }
             stats.approx_kl += (ratio - 1.0) - log_ratio;
-            for j in 0..act_dim {
-                let (h, ha, hb) = self
-                    .config
-                    .policy
-                    .entropy(row[j] as f64, row[act_dim + j] as f64);
-                stats.entropy += h;
-                let base = k * 2 * act_dim;
-                coef[base + j] = ((d_log_prob * grad[j] - entropy_coef * ha) / b as f64) as f32;
-                coef[base + act_dim + j] =
-                    ((d_log_prob * grad[act_dim + j] - entropy_coef * hb) / b as f64) as f32;
+            let base = k * 2 * act_dim;
+            for (j, t) in terms.iter().enumerate() {
+                stats.entropy += t.entropy;
+                for (half, (g, h)) in t.log_prob_grad.iter().zip(&t.entropy_grad).enumerate() {
+                    coef[base + half * act_dim + j] =
+                        ((d_log_prob * g - entropy_coef * h) / b as f64) as f32;
+                }
             }
         }
         let split = self.policy.params().len();

@@ -64,8 +64,8 @@ pub use noise::{ActionNoise, GaussianNoise, NoiseKind, OrnsteinUhlenbeckNoise};
 pub use normalizer::{GoalNormalizer, Normalizer};
 pub use params::{canonicalise, flatten, flatten_grads, grads_from_flat, unflatten};
 pub use special::{
-    beta_entropy, beta_entropy_grad, beta_log_prob, beta_log_prob_grad, digamma, lgamma, ln_beta,
-    trigamma,
+    BetaTerms, beta_entropy, beta_entropy_grad, beta_log_prob, beta_log_prob_grad, digamma, lgamma,
+    ln_beta, trigamma,
 };
 pub use trained::Trained;
 
