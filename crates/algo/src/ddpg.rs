@@ -39,6 +39,18 @@
 //! update's SAC part is `actor_critic/sac.rs`; the schedule stays the
 //! cycles above (see [`DdpgConfig::sac`] for why).
 //!
+//! # Envs without goals
+//!
+//! A plain env (the worm) trains wrapped in [`shoal_rl_core::WithoutGoals`]:
+//! goal width 0, so the networks see the observation alone, and each
+//! stored transition keeps the reward the env gave
+//! ([`Episode::push_rewarded`]), as Stable-Baselines3's replay does, since
+//! no goal can recompute it. Such an env has nothing to relabel
+//! (`her_k = 0`, refused otherwise) and reports no success rate; a
+//! transition is terminal where the env ended the task. The goal tasks'
+//! extras (`action_l2`, `clip_target` for −1/0 rewards) are settings to
+//! turn off there.
+//!
 //! # Reproducibility
 //!
 //! Episode `k` of a run always resets its environment with the seed derived
@@ -65,7 +77,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{
     Alone, Error, EvalReport, GoalEnv, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
-    Result, Space, StopFlag, derive_seed, evaluate_policy_with, rng_from_seed,
+    Result, Space, StopFlag, SuccessFn, derive_seed, evaluate_policy_with, rng_from_seed,
 };
 use shoal_rl_policy::{GoalNormalizer, NoiseKind};
 
@@ -575,10 +587,16 @@ impl<E: GoalEnv> Ddpg<E> {
         config.validate()?;
         let goal = env.goal_dim();
         let full = env.observation_space().dim();
-        if goal == 0 || full < 2 * goal {
+        if full < 2 * goal {
             return Err(Error::Config(format!(
-                "a goal env needs goals of at least one component inside its observation \
-                 (observation {full}, goal {goal})"
+                "a goal env's observation holds its two goals (observation {full}, goal {goal})"
+            )));
+        }
+        if goal == 0 && config.her_k > 0 {
+            return Err(Error::Config(format!(
+                "the env has no goals for hindsight relabelling to substitute: set algo.her_k = 0 \
+                 (it is {})",
+                config.her_k
             )));
         }
         let action_space = check::matching_bounded_envs(&env, &eval_env, "DDPG")?;
@@ -752,7 +770,12 @@ impl<E: GoalEnv> Ddpg<E> {
             };
             let step = self.env.step(&self.action_space.from_symmetric(&action))?;
             let (next_obs, next_achieved, next_desired) = self.split_owned(&step.obs)?;
-            episode.push(&desired, &action, &next_obs, &next_achieved);
+            if self.dims.goal == 0 {
+                // No goal to recompute the reward from: keep the env's.
+                episode.push_rewarded(&desired, &action, step.reward, &next_obs, &next_achieved);
+            } else {
+                episode.push(&desired, &action, &next_obs, &next_achieved);
+            }
             undiscounted += step.reward as f64;
             self.env_steps += 1;
 
@@ -919,7 +942,9 @@ impl<E: GoalEnv> Ddpg<E> {
             let (episode, undiscounted, success) = self.collect_episode(reducer, &mut tally)?;
             report.episode_returns.push(undiscounted);
             report.episode_lengths.push(episode.len() as u64);
-            report.episode_successes.push(success);
+            if self.dims.goal > 0 {
+                report.episode_successes.push(success);
+            }
             self.update_normalizer_stats(&episode)?;
             self.buffer.push(episode)?;
             self.episodes += 1;
@@ -946,10 +971,6 @@ impl<E: GoalEnv> Ddpg<E> {
                 ("losses/critic".to_string(), means.critic_loss),
                 ("losses/actor".to_string(), means.actor_loss),
                 ("charts/q_mean".to_string(), means.q_mean),
-                (
-                    "charts/relabelled_fraction".to_string(),
-                    tally.relabelled / tally.networks.updates as f64,
-                ),
             ]);
             if let Some((alpha, loss)) = means.temperature {
                 report.scalars.extend([
@@ -957,7 +978,14 @@ impl<E: GoalEnv> Ddpg<E> {
                     ("losses/temperature".to_string(), loss),
                 ]);
             }
-            report.scalars.extend(tally.relabels.shares());
+            // Relabelling's accounting, where there are goals to relabel.
+            if self.dims.goal > 0 {
+                report.scalars.push((
+                    "charts/relabelled_fraction".to_string(),
+                    tally.relabelled / tally.networks.updates as f64,
+                ));
+                report.scalars.extend(tally.relabels.shares());
+            }
         }
         report.scalars.extend([
             ("charts/updates".to_string(), self.updates as f64),
@@ -1003,7 +1031,13 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
                 env.is_success(achieved, desired)
             }
         };
-        evaluate_policy_with(&mut self.eval_env, &policy, episodes, seed, Some(&success))
+        // An env without goals has no success to report.
+        let success: Option<&SuccessFn<'_, E>> = if self.dims.goal > 0 {
+            Some(&success)
+        } else {
+            None
+        };
+        evaluate_policy_with(&mut self.eval_env, &policy, episodes, seed, success)
     }
 
     fn save_state(&self) -> Vec<u8> {
@@ -1073,7 +1107,8 @@ impl<E: GoalEnv> GradientLearner for Ddpg<E> {
 
 #[cfg(test)]
 mod tests {
-    use shoal_rl_env::PointGoal;
+    use shoal_rl_core::WithoutGoals;
+    use shoal_rl_env::{PointGoal, PointReach, PointReachConfig};
     use shoal_rl_policy::Normalizer;
 
     use super::*;
@@ -1709,6 +1744,74 @@ mod tests {
         let mut learner = Ddpg::new(small(), boxed(), boxed(), 1).unwrap();
         learner.learn(2).unwrap();
         assert_eq!(learner.episodes(), 2);
+    }
+
+    /// DDPG's agent on a plain env (the dense reward of PointReach): no
+    /// goals, no relabelling, none of the goal tasks' extras.
+    fn plain_agent(base: DdpgConfig, seed: u64) -> Ddpg<WithoutGoals<PointReach>> {
+        let config = DdpgConfig {
+            hidden: vec![32, 32],
+            batch_size: 64,
+            n_batches: 10,
+            buffer_size: 100_000,
+            her_k: 0,
+            action_l2: 0.0,
+            clip_target: false,
+            ..base
+        };
+        let env = || WithoutGoals(PointReach::new(PointReachConfig::default()).unwrap());
+        Ddpg::new(config, env(), env(), seed).unwrap()
+    }
+
+    #[test]
+    fn td3_learns_a_plain_env_from_the_rewards_it_gave() {
+        assert_learns_to_reach_the_point(DdpgConfig::td3());
+    }
+
+    #[test]
+    fn sac_learns_a_plain_env_from_the_rewards_it_gave() {
+        assert_learns_to_reach_the_point(DdpgConfig::sac());
+    }
+
+    /// 300 episodes on PointReach, where a random policy returns about −14
+    /// and the greedy one −1.2 (the PPO test's bounds).
+    fn assert_learns_to_reach_the_point(base: DdpgConfig) {
+        let mut learner = plain_agent(base, 5);
+        let before = learner.evaluate(20, 99).unwrap();
+        learner.learn(300).unwrap();
+        let after = learner.evaluate(20, 99).unwrap();
+        eprintln!(
+            "return: {:.2} -> {:.2}",
+            before.return_mean, after.return_mean
+        );
+        assert!(
+            after.return_mean > -2.5 && after.return_mean > before.return_mean + 3.0,
+            "{:.2} -> {:.2}",
+            before.return_mean,
+            after.return_mean
+        );
+        assert_eq!(after.success_rate, None, "no goals, no success rate");
+    }
+
+    #[test]
+    fn a_plain_env_refuses_relabelling_and_resumes_exactly() {
+        let env = || WithoutGoals(PointReach::new(PointReachConfig::default()).unwrap());
+        let message = Ddpg::new(DdpgConfig::td3(), env(), env(), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(message.contains("her_k = 0"), "{message}");
+        // Its stored rewards go through the checkpoint's memory.
+        let mut whole = plain_agent(DdpgConfig::td3(), 2);
+        whole.learn(6).unwrap();
+        let mut first = plain_agent(DdpgConfig::td3(), 2);
+        first.learn(3).unwrap();
+        let mut resumed = plain_agent(DdpgConfig::td3(), 2);
+        resumed.load_state(&first.save_state()).unwrap();
+        resumed.load_memory(&first.save_memory().unwrap()).unwrap();
+        resumed.learn(3).unwrap();
+        assert_eq!(resumed.parameters(), whole.parameters());
+        assert!(resumed.buffer().episode(0).reward(0).is_some());
     }
 
     #[test]

@@ -526,17 +526,26 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
         None => episode.desired(t),
     };
     let next_achieved = episode.achieved(t + 1);
-    let terminal = if config.success_is_terminal {
-        goals.success(next_achieved, goal)
-    } else {
-        goal_step.is_none() && episode.terminated() && t + 1 == episode.len()
+    let ends_episode = episode.terminated() && t + 1 == episode.len();
+    let (reward, terminal) = match (goal_step, episode.reward(t)) {
+        // Its own goal, with the reward the env gave (an env without goals,
+        // where nothing else could recompute it), ending where the env did.
+        (None, Some(reward)) => (reward, ends_episode),
+        _ => (
+            goals.reward(next_achieved, goal),
+            if config.success_is_terminal {
+                goals.success(next_achieved, goal)
+            } else {
+                goal_step.is_none() && ends_episode
+            },
+        ),
     };
     batch.obs.extend_from_slice(episode.obs(t));
     batch.next_obs.extend_from_slice(episode.obs(t + 1));
     batch.goals.extend_from_slice(goal);
     batch.next_achieved.extend_from_slice(next_achieved);
     batch.actions.extend_from_slice(episode.action(t));
-    batch.rewards.push(goals.reward(next_achieved, goal));
+    batch.rewards.push(reward);
     batch.terminals.push(terminal);
     batch.steps.push(t);
     batch.goal_steps.push(goal_step);
@@ -616,6 +625,54 @@ mod tests {
         goal: 1,
         act: 1,
     };
+
+    #[test]
+    fn an_episode_without_goals_replays_the_env_rewards_and_its_own_end() {
+        // A reward function that must never be asked: the episode has none
+        // to give it, and its stored rewards are what replay returns.
+        struct Unasked;
+        impl GoalReward for Unasked {
+            fn reward(&self, _: &[f32], _: &[f32]) -> f32 {
+                -7.0
+            }
+            fn success(&self, _: &[f32], _: &[f32]) -> bool {
+                true
+            }
+        }
+        let dims = EpisodeDims {
+            obs: 1,
+            goal: 0,
+            act: 1,
+        };
+        let rewards = [0.5, -1.25, 3.0];
+        let mut episode = Episode::start(dims, &[0.0], &[]);
+        for (t, r) in rewards.iter().enumerate() {
+            episode.push_rewarded(&[], &[0.0], *r, &[t as f32 + 1.0], &[]);
+        }
+        episode.set_terminated(true);
+        let config = HerConfig {
+            k: 0,
+            ..HerConfig::default()
+        };
+        let mut batch = TransitionBatch::default();
+        sample_episode(
+            &episode,
+            &config,
+            60,
+            &Unasked,
+            &mut rng_from_seed(4),
+            &mut batch,
+        );
+        assert_eq!(batch.len(), 60);
+        for i in 0..batch.len() {
+            let t = batch.steps[i];
+            assert_eq!(batch.rewards[i], rewards[t]);
+            assert_eq!(batch.terminals[i], t == 2, "only the last step ended it");
+            assert_eq!(batch.goal_steps[i], None);
+            assert_eq!(batch.next_obs[i], t as f32 + 1.0);
+        }
+        assert!((0..3).all(|t| batch.steps.contains(&t)));
+    }
 
     /// Sparse −1/0 reward on a line, threshold 0.05.
     struct Line;

@@ -1,5 +1,9 @@
 //! Replay buffer of whole goal-conditioned episodes: FIFO by episode, uniform over transitions, serialisable.
 //!
+//! An env without goals (goal width 0, see [`shoal_rl_core::WithoutGoals`])
+//! is stored the same way, each transition with the reward the env gave:
+//! with no goal there is no reward function to recompute it from.
+//!
 //! Hindsight relabelling needs the rest of an episode to pick a substitute
 //! goal, so the buffer stores [`Episode`]s, not loose transitions. Episodes
 //! may have different lengths (a goal env ends the episode on success), and
@@ -52,6 +56,10 @@ pub struct Episode {
     /// The last transition ended the task (`terminated`), rather than being
     /// cut by a time limit.
     terminated: bool,
+    /// `r_0 … r_{T−1}`, the rewards the env gave, for episodes built with
+    /// [`Episode::push_rewarded`]; empty for goal tasks, whose rewards are
+    /// recomputed from the goals whenever a transition is replayed.
+    rewards: Vec<f32>,
     /// [`Episode::motion`] for the last threshold asked, computed once:
     /// hindsight sampling asks for every transition it draws.
     #[serde(skip)]
@@ -102,6 +110,7 @@ impl Episode {
             desired: Vec::new(),
             actions: Vec::new(),
             terminated: false,
+            rewards: Vec::new(),
             motion: MotionCache::default(),
         }
     }
@@ -120,6 +129,38 @@ impl Episode {
         self.obs.extend_from_slice(next_obs);
         self.achieved.extend_from_slice(next_achieved);
         self.motion = MotionCache::default();
+    }
+
+    /// Appends a transition with the `reward` the env gave for it, which
+    /// replay returns as is while the transition keeps its own goal: the
+    /// way to store an env without goals (`goal = 0`, empty goal slices),
+    /// whose reward no goal can recompute. An episode keeps rewards for
+    /// all its transitions or for none ([`Episode::check`]).
+    ///
+    /// ```
+    /// use shoal_rl_algo::{Episode, EpisodeDims};
+    /// let dims = EpisodeDims { obs: 1, goal: 0, act: 1 };
+    /// let mut episode = Episode::start(dims, &[0.0], &[]);
+    /// episode.push_rewarded(&[], &[0.5], 2.5, &[0.1], &[]);
+    /// assert_eq!(episode.reward(0), Some(2.5));
+    /// assert!(episode.check(dims).is_ok());
+    /// ```
+    pub fn push_rewarded(
+        &mut self,
+        desired: &[f32],
+        action: &[f32],
+        reward: f32,
+        next_obs: &[f32],
+        next_achieved: &[f32],
+    ) {
+        self.push(desired, action, next_obs, next_achieved);
+        self.rewards.push(reward);
+    }
+
+    /// The reward the env gave for transition `t`, if the episode keeps
+    /// rewards ([`Episode::push_rewarded`]).
+    pub fn reward(&self, t: usize) -> Option<f32> {
+        self.rewards.get(t).copied()
     }
 
     /// Marks whether the last transition ended the task.
@@ -214,12 +255,21 @@ impl Episode {
                 self.dims, dims
             )));
         }
-        if dims.act == 0 || dims.goal == 0 {
-            return Err(Error::Shape(
-                "episodes need non-empty goals and actions".into(),
-            ));
+        if dims.act == 0 {
+            return Err(Error::Shape("episodes need non-empty actions".into()));
         }
         let t = self.len();
+        if dims.goal == 0 && self.rewards.len() != t {
+            return Err(Error::Shape(
+                "an episode without goals must keep the env's reward of every transition".into(),
+            ));
+        }
+        if !(self.rewards.is_empty() || self.rewards.len() == t) {
+            return Err(Error::Shape(format!(
+                "episode keeps {} rewards for {t} transitions",
+                self.rewards.len()
+            )));
+        }
         let consistent = t > 0
             && self.actions.len() == t * dims.act
             && self.desired.len() == t * dims.goal
@@ -234,7 +284,13 @@ impl Episode {
                 self.achieved.len()
             )));
         }
-        let all = [&self.obs, &self.achieved, &self.desired, &self.actions];
+        let all = [
+            &self.obs,
+            &self.achieved,
+            &self.desired,
+            &self.actions,
+            &self.rewards,
+        ];
         if all.iter().any(|v| v.iter().any(|x| !x.is_finite())) {
             return Err(Error::Shape("episode holds a non-finite value".into()));
         }
@@ -244,11 +300,48 @@ impl Episode {
 
 /// The byte format of a [`ReplayBuffer`]; the body after the header is the
 /// episode and transition counts, then the episodes follow one by one.
+/// Version 2 added each episode's rewards; version 1 buffers (goal tasks
+/// only, which keep none) still load.
 const FORMAT: Format = Format {
     name: "replay buffer",
     magic: *b"shoalRB\0",
-    version: 1,
+    version: 2,
 };
+
+/// An [`Episode`] as format version 1 wrote it: without rewards.
+#[derive(Deserialize)]
+struct EpisodeV1 {
+    dims: EpisodeDims,
+    obs: Vec<f32>,
+    achieved: Vec<f32>,
+    desired: Vec<f32>,
+    actions: Vec<f32>,
+    terminated: bool,
+}
+
+impl From<EpisodeV1> for Episode {
+    fn from(old: EpisodeV1) -> Self {
+        Episode {
+            dims: old.dims,
+            obs: old.obs,
+            achieved: old.achieved,
+            desired: old.desired,
+            actions: old.actions,
+            terminated: old.terminated,
+            rewards: Vec::new(),
+            motion: MotionCache::default(),
+        }
+    }
+}
+
+/// Decodes one episode of format `version` from the front of `bytes`.
+fn take_episode(version: u32, bytes: &[u8]) -> postcard::Result<(Episode, &[u8])> {
+    if version == 1 {
+        postcard::take_from_bytes::<EpisodeV1>(bytes).map(|(old, rest)| (old.into(), rest))
+    } else {
+        postcard::take_from_bytes(bytes)
+    }
+}
 
 /// A FIFO store of whole episodes with a capacity in transitions.
 ///
@@ -389,12 +482,12 @@ impl ReplayBuffer {
     /// buffer's (the oldest episodes are evicted if the saved ones do not
     /// fit). On error `self` is unchanged.
     pub fn load_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let ((episodes, transitions), mut rest): ((u64, u64), _) =
-            FORMAT.read(bytes, &self.dims)?;
+        let (version, (episodes, transitions), mut rest): (_, (u64, u64), _) =
+            FORMAT.read_since(1, bytes, &self.dims)?;
         let mut loaded = ReplayBuffer::new(self.dims, self.capacity)?;
         let mut seen = 0u64;
         for i in 0..episodes {
-            let (episode, tail): (Episode, &[u8]) = postcard::take_from_bytes(rest)
+            let (episode, tail) = take_episode(version, rest)
                 .map_err(|e| FORMAT.unreadable(&format!("episode {i} of {episodes}: {e}")))?;
             episode.check(self.dims)?;
             seen += episode.len() as u64;
@@ -508,6 +601,77 @@ mod tests {
                 restored.sample_transition(&mut b)
             );
         }
+    }
+
+    #[test]
+    fn buffers_of_format_version_1_still_load() {
+        // Version 1 as it was written: the header, the counts, then each
+        // episode's fields in order, without rewards.
+        #[derive(Serialize)]
+        struct Written<'a> {
+            dims: EpisodeDims,
+            obs: &'a [f32],
+            achieved: &'a [f32],
+            desired: &'a [f32],
+            actions: &'a [f32],
+            terminated: bool,
+        }
+        let episodes = [episode(0.0, 3), episode(1.0, 2)];
+        let version_1 = Format {
+            version: 1,
+            ..FORMAT
+        };
+        let mut bytes = version_1.write(&DIMS, &(2u64, 5u64));
+        for e in &episodes {
+            bytes.extend(
+                postcard::to_stdvec(&Written {
+                    dims: DIMS,
+                    obs: &e.obs,
+                    achieved: &e.achieved,
+                    desired: &e.desired,
+                    actions: &e.actions,
+                    terminated: e.terminated,
+                })
+                .unwrap(),
+            );
+        }
+        let mut buffer = ReplayBuffer::new(DIMS, 20).unwrap();
+        buffer.load_bytes(&bytes).unwrap();
+        assert_eq!(buffer.episodes, episodes);
+        assert_eq!(buffer.episode(0).reward(0), None);
+    }
+
+    #[test]
+    fn rewarded_episodes_round_trip_and_goal_free_ones_need_their_rewards() {
+        let dims = EpisodeDims {
+            obs: 2,
+            goal: 0,
+            act: 1,
+        };
+        let mut e = Episode::start(dims, &[0.0, 0.0], &[]);
+        for t in 0..4 {
+            e.push_rewarded(
+                &[],
+                &[0.1 * t as f32],
+                t as f32 - 1.5,
+                &[t as f32, 1.0],
+                &[],
+            );
+        }
+        let mut buffer = ReplayBuffer::new(dims, 10).unwrap();
+        buffer.push(e.clone()).unwrap();
+        let mut restored = ReplayBuffer::new(dims, 10).unwrap();
+        restored.load_bytes(&buffer.to_bytes()).unwrap();
+        assert_eq!(restored.episode(0), &e);
+        assert_eq!(restored.episode(0).reward(3), Some(1.5));
+
+        let mut unrewarded = Episode::start(dims, &[0.0, 0.0], &[]);
+        unrewarded.push(&[], &[0.0], &[1.0, 1.0], &[]);
+        let message = buffer.push(unrewarded).unwrap_err().to_string();
+        assert!(message.contains("reward of every transition"), "{message}");
+        let mut nan = Episode::start(dims, &[0.0, 0.0], &[]);
+        nan.push_rewarded(&[], &[0.0], f32::NAN, &[1.0, 1.0], &[]);
+        assert!(buffer.push(nan).is_err());
     }
 
     #[test]

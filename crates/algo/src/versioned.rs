@@ -49,15 +49,38 @@ impl Format {
         D: DeserializeOwned + PartialEq + Debug,
         B: DeserializeOwned,
     {
+        let (_, body, rest) = self.read_since(self.version, bytes, dims)?;
+        Ok((body, rest))
+    }
+
+    /// [`Format::read`] for a format that still reads its versions from
+    /// `oldest` on: returns the version found too, so the caller decodes
+    /// what follows the body as that version wrote it.
+    pub(crate) fn read_since<'a, D, B>(
+        &self,
+        oldest: u32,
+        bytes: &'a [u8],
+        dims: &D,
+    ) -> Result<(u32, B, &'a [u8])>
+    where
+        D: DeserializeOwned + PartialEq + Debug,
+        B: DeserializeOwned,
+    {
         let (header, rest): (Header<D>, &[u8]) =
             postcard::take_from_bytes(bytes).map_err(|_| self.unreadable("no valid header"))?;
         if header.magic != self.magic {
             return Err(self.unreadable(&format!("not a shoal {}", self.name)));
         }
-        if header.version != self.version {
+        if !(oldest..=self.version).contains(&header.version) {
             return Err(Error::Shape(format!(
                 "{} has format version {}, this build reads version {}",
-                self.name, header.version, self.version
+                self.name,
+                header.version,
+                if oldest == self.version {
+                    self.version.to_string()
+                } else {
+                    format!("{oldest} to {}", self.version)
+                }
             )));
         }
         if header.dims != *dims {
@@ -66,7 +89,9 @@ impl Format {
                 self.name, header.dims
             )));
         }
-        postcard::take_from_bytes(rest).map_err(|e| self.unreadable(&e.to_string()))
+        let (body, rest) =
+            postcard::take_from_bytes(rest).map_err(|e| self.unreadable(&e.to_string()))?;
+        Ok((header.version, body, rest))
     }
 
     /// The error for bytes that do not decode, saying `why`.

@@ -180,6 +180,56 @@ impl<E: GoalEnv + ?Sized> GoalEnv for Box<E> {
     }
 }
 
+/// A plain env seen as a goal env with no goals (goal width 0, never a
+/// success), so that the goal algorithms' agents (DDPG, TD3, SAC) train on
+/// it. Its observation is the plain one; its rewards cannot be recomputed
+/// from goals, so those agents keep the env's own (and refuse hindsight
+/// relabelling, which has no goal to substitute).
+///
+/// ```
+/// use shoal_rl_core::{Env, GoalEnv, Result, Space, Step, WithoutGoals};
+///
+/// struct Line(f32);
+/// impl Env for Line {
+///     fn observation_space(&self) -> &Space { unimplemented!() }
+///     fn action_space(&self) -> &Space { unimplemented!() }
+///     fn reset(&mut self, _seed: Option<u64>) -> Vec<f32> { vec![self.0] }
+///     fn step(&mut self, a: &[f32]) -> Result<Step> { Ok(Step::new(vec![a[0]], -a[0].abs())) }
+/// }
+/// let mut env = WithoutGoals(Line(0.5));
+/// assert_eq!(env.goal_dim(), 0);
+/// let (obs, achieved, desired) = env.split_obs(&[0.5]);
+/// assert_eq!((obs, achieved.len(), desired.len()), (&[0.5][..], 0, 0));
+/// assert_eq!(env.step(&[0.25])?.reward, -0.25);
+/// # Ok::<(), shoal_rl_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct WithoutGoals<E>(pub E);
+
+impl<E: Env> Env for WithoutGoals<E> {
+    fn observation_space(&self) -> &Space {
+        self.0.observation_space()
+    }
+    fn action_space(&self) -> &Space {
+        self.0.action_space()
+    }
+    fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
+        self.0.reset(seed)
+    }
+    fn step(&mut self, action: &[f32]) -> Result<Step> {
+        self.0.step(action)
+    }
+}
+
+impl<E: Env> GoalEnv for WithoutGoals<E> {
+    fn goal_dim(&self) -> usize {
+        0
+    }
+    fn is_success(&self, _achieved: &[f32], _desired: &[f32]) -> bool {
+        false
+    }
+}
+
 /// Gymnasium's time limit and reset order, kept by every env of shoal.
 ///
 /// An env owns one (rather than being wrapped in one), so it keeps its own

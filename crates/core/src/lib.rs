@@ -48,7 +48,7 @@ mod space;
 mod stop;
 
 pub use check::{check_env, check_goal_env};
-pub use env::{Env, GoalEnv, Info, Step, TimeLimit};
+pub use env::{Env, GoalEnv, Info, Step, TimeLimit, WithoutGoals};
 pub use error::{Error, Result};
 pub use learner::{
     Alone, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, RolloutLearner,

@@ -322,7 +322,16 @@ impl GoalNormalizer {
                 .collect::<Vec<_>>()
         };
         self.obs.update(&clamp(obs))?;
+        if self.without_goals(goals) {
+            return Ok(());
+        }
         self.goal.update(&clamp(goals))
+    }
+
+    /// A task without goals (goal width 0, e.g. a plain env under DDPG)
+    /// keeps no goal statistics; its empty goals pass through as nothing.
+    fn without_goals(&self, goals: &[f32]) -> bool {
+        self.goal.dim() == 0 && goals.is_empty()
     }
 
     /// Appends the network input for observation part `obs` and goal `goal`:
@@ -335,6 +344,9 @@ impl GoalNormalizer {
         out: &mut Vec<f32>,
     ) -> Result<()> {
         self.obs.normalize_clipped_into(obs, clip_obs, out)?;
+        if self.without_goals(goal) {
+            return Ok(());
+        }
         self.goal.normalize_clipped_into(goal, clip_obs, out)
     }
 

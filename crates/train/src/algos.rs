@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
 use shoal_rl_core::docs::key_docs;
-use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner};
+use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner, WithoutGoals};
 // Typed settings as a TOML table, through the text so an `f32` reads as written.
 use shoal_rl_registry::table_of;
 
@@ -198,23 +198,23 @@ impl AlgoRegistry {
             )
             .with(ddpg_agent(
                 "ddpg",
-                "DDPG with hindsight experience replay",
+                "DDPG (with hindsight experience replay on goal envs)",
                 || table_of(&DdpgConfig::default()).expect("DDPG's settings are TOML"),
             ))
             // TD3 is DDPG's agent with TD3's four settings
             // (`DdpgConfig::td3`, which says why `action_l2` stays).
             .with(ddpg_agent(
                 "td3",
-                "TD3 (twin critics, target smoothing, delayed actor) with hindsight experience \
-                 replay",
+                "TD3 (twin critics, target smoothing, delayed actor; with hindsight experience \
+                 replay on goal envs)",
                 || table_of(&DdpgConfig::td3()).expect("TD3's settings are TOML"),
             ))
             // SAC is DDPG's agent with a Gaussian actor and SAC's settings
             // (`DdpgConfig::sac`, which says why the cycle schedule stays).
             .with(ddpg_agent(
                 "sac",
-                "SAC (Gaussian actor, twin critics, learned temperature) with hindsight \
-                 experience replay",
+                "SAC (Gaussian actor, twin critics, learned temperature; with hindsight \
+                 experience replay on goal envs)",
                 || table_of(&DdpgConfig::sac()).expect("SAC's settings are TOML"),
             ))
             .with(
@@ -274,14 +274,24 @@ impl AlgoRegistry {
 // ---- shoal's own algorithms: each entry's factories ----
 
 /// An entry of DDPG's agent (`ddpg`, `td3`, `sac`): the same factory and
-/// settings struct, with the variant's `defaults`.
+/// settings struct, with the variant's `defaults`. It trains on goal envs
+/// (with HER) and on plain ones ([`WithoutGoals`], `her_k = 0`).
 fn ddpg_agent(kind: &'static str, about: &'static str, defaults: fn() -> toml::Table) -> AlgoEntry {
     AlgoEntry::new::<DdpgConfig>(kind, about, |cfg, rank, scale| {
         Ok(Box::new(make_ddpg(cfg, rank, scale)?))
     })
     .defaults(defaults)
-    .goal_env()
     .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
+}
+
+/// The configured env as DDPG's agent sees it: a goal env as it is, a plain
+/// env as one without goals.
+fn ddpg_env(cfg: &RunConfig) -> Result<Box<dyn GoalEnv>> {
+    if cfg.envs.is_goal(&cfg.env)? {
+        cfg.envs.make_goal_env(&cfg.env)
+    } else {
+        Ok(Box::new(WithoutGoals(cfg.envs.make_env(&cfg.env)?)))
+    }
 }
 
 /// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
@@ -296,12 +306,7 @@ pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
     let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    Ddpg::new(
-        algo,
-        cfg.envs.make_goal_env(&cfg.env)?,
-        cfg.envs.make_goal_env(&cfg.env)?,
-        seed,
-    )
+    Ddpg::new(algo, ddpg_env(cfg)?, ddpg_env(cfg)?, seed)
 }
 
 /// The HAC learner of worker `rank`, as [`make_learner`](crate::make_learner) builds it; its own
@@ -580,17 +585,25 @@ mod tests {
 
     #[test]
     fn a_goal_algorithm_on_a_plain_env_and_gather_without_batches_are_refused() {
-        let mut cfg = crate::config::preset("toy-ddpg-her").unwrap();
-        cfg.env = crate::config::preset("worm-reinforce").unwrap().env;
+        let worm = crate::config::preset("worm-reinforce").unwrap().env;
+        let mut cfg = crate::config::preset("toy-hac").unwrap();
+        cfg.env = worm.clone();
         let refused = crate::train::check_config(&cfg).unwrap_err().to_string();
         assert!(
             refused.contains(
-                "algo `ddpg` needs a goal-conditioned env (arm-push, ball-to-net, ur5-reacher, \
+                "algo `hac` needs a goal-conditioned env (arm-push, ball-to-net, ur5-reacher, \
                  pendulum, point-goal), \
                  not `worm`"
             ),
             "{refused}"
         );
+        // DDPG's agent trains a plain env, with nothing there to relabel.
+        let mut cfg = crate::config::preset("toy-ddpg-her").unwrap();
+        cfg.env = worm;
+        let refused = crate::train::check_config(&cfg).unwrap_err().to_string();
+        assert!(refused.contains("set algo.her_k = 0"), "{refused}");
+        let plain = cfg.with_overrides(&["algo.her_k=0".into()]).unwrap();
+        crate::train::check_config(&plain).unwrap();
         let gather = crate::config::preset("toy-ddpg-her")
             .unwrap()
             .with_overrides(&[

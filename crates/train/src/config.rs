@@ -414,6 +414,8 @@ pub const PRESETS: &[Preset] = presets![
     "toy-ddpg-her",
     "push-td3-her",
     "push-sac-her",
+    "worm-td3",
+    "worm-sac",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
