@@ -118,12 +118,10 @@ pub fn train(
             }
             None => toml::Table::new(),
         };
-        let needs_goals = cfg
-            .algos
-            .get(cfg.algo.kind())
-            .map_err(|e| raise(py, e))?
-            .goal_env;
-        let kind = if needs_goals {
+        // A Gymnasium goal env where the preset trains a goal task (HER,
+        // subgoals), a plain one where it trains a plain env.
+        let goal_task = cfg.is_goal_task().map_err(|e| raise(py, e))?;
+        let kind = if goal_task {
             "gymnasium-goal"
         } else {
             "gymnasium"
