@@ -9,8 +9,8 @@ Run by hand (not in CI), in a virtual environment of its own:
     # Arm push: SB3 DDPG + HerReplayBuffer against `shoal train push-ddpg-her`
     python benches/python/sb3_vs_shoal.py push --seeds 0 1 2 --episodes 6000 \\
         --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
-    # Worm: SB3 TD3 (or --algo ppo) with RL Zoo's Swimmer settings against
-    # `shoal train worm-reinforce` (or --shoal-preset worm-ppo), both
+    # Worm: SB3 TD3 (or --algo sac, ppo) with RL Zoo's Swimmer settings against
+    # `shoal train worm-reinforce` (or --shoal-preset worm-td3, worm-sac, worm-ppo), both
     # evaluated every --worm-eval-every env steps
     python benches/python/sb3_vs_shoal.py worm --seeds 0 1 2 --env-steps 1000000 \\
         --algo ppo --shoal-preset worm-ppo --eval-episodes 5 \\
@@ -183,9 +183,9 @@ def sb3_push(
 
 
 def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_episodes: int, log) -> None:
-    """SB3 TD3 or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0."""
+    """SB3 TD3, SAC or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0."""
     import torch
-    from stable_baselines3 import PPO, TD3
+    from stable_baselines3 import PPO, SAC, TD3
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.noise import NormalActionNoise
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -200,6 +200,14 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
             train_freq=1, gradient_steps=1, gamma=0.9999,
             action_noise=NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)),
             policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu",
+        )
+    elif algo == "sac":
+        # rl-baselines3-zoo hyperparams/sac.yml, Swimmer-v4 (mujoco defaults,
+        # gamma 0.999): SB3's SAC defaults otherwise (256 x 256, Adam 3e-4,
+        # batch 256, tau 0.005, one gradient step per env step, ent_coef auto).
+        env = DummyVecEnv([lambda: Monitor(gym.make("shoal/Worm-v0"))])
+        model = SAC(
+            "MlpPolicy", env, learning_starts=10_000, gamma=0.999, seed=seed, device="cpu",
         )
     else:
         # rl-baselines3-zoo hyperparams/ppo.yml, Swimmer-v4: normalize, 4 envs.
@@ -390,9 +398,9 @@ def main() -> None:
     parser.add_argument("--env-steps", type=int, default=1_000_000, help="worm: SB3 env steps")
     parser.add_argument("--worm-eval-every", type=int, default=20_000, help="worm: SB3 env steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--algo", choices=["td3", "ppo"], default="td3", help="worm: SB3 algorithm")
+    parser.add_argument("--algo", choices=["td3", "sac", "ppo"], default="td3", help="worm: SB3 algorithm")
     parser.add_argument("--shoal-preset", default="worm-reinforce",
-                        help="worm: the shoal preset (worm-reinforce, worm-ppo, ...)")
+                        help="worm: the shoal preset (worm-reinforce, worm-ppo, worm-td3, worm-sac, ...)")
     parser.add_argument("--shoal-bin", help="release `shoal` binary; without it only SB3 runs")
     parser.add_argument("--shoal-set", action="append", default=[], help="extra --set for shoal train")
     parser.add_argument("--skip-sb3", action="store_true")
