@@ -278,7 +278,7 @@ fn tiny_budget(cfg: &RunConfig, workers: usize) -> Vec<String> {
 /// `train.episodes` scaled like a fresh run's.
 fn shrunk(args: &[String], cli: &Cli) -> Vec<String> {
     let with_sets = |sets: Vec<String>| {
-        let mut out = args.to_vec();
+        let mut out = shrunk_steps(args);
         for set in sets {
             out.extend(["--set".to_string(), set]);
         }
@@ -331,6 +331,32 @@ fn shrunk(args: &[String], cli: &Cli) -> Vec<String> {
     }
 }
 
+/// `args` with an env-step budget (`--steps N`) shrunk by [`SHRINK`]: the
+/// shorthand is applied after every `--set`, so it would outlast the
+/// shrunk `train.episodes`.
+fn shrunk_steps(args: &[String]) -> Vec<String> {
+    let scaled = |n: &str| {
+        n.parse::<u64>()
+            .unwrap()
+            .div_ceil(SHRINK)
+            .max(1)
+            .to_string()
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut after_flag = false;
+    for arg in args {
+        if after_flag {
+            out.push(scaled(arg));
+        } else if let Some(n) = arg.strip_prefix("--steps=") {
+            out.push(format!("--steps={}", scaled(n)));
+        } else {
+            out.push(arg.clone());
+        }
+        after_flag = arg == "--steps";
+    }
+    out
+}
+
 /// The run directories a command makes: a fresh run of a preset (its
 /// `--out`, or `runs/<preset>`) and a sweep.
 fn writes(cli: &Cli) -> Vec<PathBuf> {
@@ -371,63 +397,83 @@ fn reads(cli: &Cli) -> Vec<PathBuf> {
 #[test]
 fn every_documented_command_runs_with_a_tiny_budget() {
     let scratch = std::env::temp_dir().join(format!("shoal-docs-run-{}", std::process::id()));
+    // Pages share nothing (each runs in a directory of its own), so they
+    // run side by side, one per core, each in its page's order.
+    let pages = std::sync::Mutex::new(pages());
+    let ran = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while let Some(page) = pages.lock().unwrap().pop() {
+                    let commands = run_page(&page, &scratch);
+                    ran.fetch_add(commands, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    std::fs::remove_dir_all(&scratch).ok();
+    let ran = ran.into_inner();
+    assert!(ran >= 40, "only {ran} documented commands ran");
+}
+
+/// Runs every command of `page`, in order, in its own directory under
+/// `scratch`; returns how many ran.
+fn run_page(page: &Path, scratch: &Path) -> usize {
     let mut ran = 0;
-    for page in pages() {
-        let text = std::fs::read_to_string(&page).unwrap();
-        let name = page
-            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
-            .unwrap_or(&page)
-            .display()
-            .to_string();
-        let dir = scratch.join(name.replace('/', "_"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut unavailable: Vec<PathBuf> = Vec::new();
-        for (line_number, line) in shell_lines(&text) {
-            let words = shlex::split(&line).unwrap_or_default();
-            let elsewhere = words.first().is_some_and(|w| w == "mpirun" || w == "srun")
-                || another_program(&words)
-                || words.iter().any(|w| w == "mpi");
-            if another_program(&words)
-                && let Some(at) = words.iter().position(|w| w == "--out")
-                && let Some(out) = words.get(at + 1)
+    let text = std::fs::read_to_string(page).unwrap();
+    let name = page
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(page)
+        .display()
+        .to_string();
+    let dir = scratch.join(name.replace('/', "_"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut unavailable: Vec<PathBuf> = Vec::new();
+    for (line_number, line) in shell_lines(&text) {
+        let words = shlex::split(&line).unwrap_or_default();
+        let elsewhere = words.first().is_some_and(|w| w == "mpirun" || w == "srun")
+            || another_program(&words)
+            || words.iter().any(|w| w == "mpi");
+        if another_program(&words)
+            && let Some(at) = words.iter().position(|w| w == "--out")
+            && let Some(out) = words.get(at + 1)
+        {
+            unavailable.push(PathBuf::from(out));
+        }
+        for args in invocations(&line) {
+            if args.is_empty() || args[0].starts_with('-') && args[0] != "--help" {
+                continue;
+            }
+            let argv = std::iter::once("shoal".to_string()).chain(args.iter().cloned());
+            let cli = Cli::try_parse_from(argv).unwrap();
+            if elsewhere {
+                unavailable.extend(writes(&cli));
+                continue;
+            }
+            if reads(&cli)
+                .iter()
+                .any(|r| unavailable.iter().any(|u| r.starts_with(u)))
             {
-                unavailable.push(PathBuf::from(out));
+                continue;
             }
-            for args in invocations(&line) {
-                if args.is_empty() || args[0].starts_with('-') && args[0] != "--help" {
-                    continue;
-                }
-                let argv = std::iter::once("shoal".to_string()).chain(args.iter().cloned());
-                let cli = Cli::try_parse_from(argv).unwrap();
-                if elsewhere {
-                    unavailable.extend(writes(&cli));
-                    continue;
-                }
-                if reads(&cli)
-                    .iter()
-                    .any(|r| unavailable.iter().any(|u| r.starts_with(u)))
-                {
-                    continue;
-                }
-                let mut args = shrunk(&args, &cli);
-                if matches!(cli.command, Command::Train(_)) {
-                    args.push("--quiet".to_string());
-                }
-                let output = std::process::Command::new(env!("CARGO_BIN_EXE_shoal"))
-                    .args(&args)
-                    .current_dir(&dir)
-                    .output()
-                    .unwrap();
-                assert!(
-                    output.status.success(),
-                    "{name}:{line_number}: `shoal {}` failed:\n{}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&output.stderr)
-                );
-                ran += 1;
+            let mut args = shrunk(&args, &cli);
+            if matches!(cli.command, Command::Train(_)) {
+                args.push("--quiet".to_string());
             }
+            let output = std::process::Command::new(env!("CARGO_BIN_EXE_shoal"))
+                .args(&args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{name}:{line_number}: `shoal {}` failed:\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            ran += 1;
         }
     }
-    std::fs::remove_dir_all(&scratch).ok();
-    assert!(ran >= 40, "only {ran} documented commands ran");
+    ran
 }
