@@ -697,7 +697,9 @@ impl<E: GoalEnv> Ddpg<E> {
         }
         let clip = self.config.clip_obs as f32;
         let mut inputs = Vec::with_capacity(n * (d.obs + d.goal));
-        for (o, g) in obs.chunks_exact(d.obs).zip(goals.chunks_exact(d.goal)) {
+        // Indexed, not chunked: an env without goals has goals of width 0.
+        for (i, o) in obs.chunks_exact(d.obs).enumerate() {
+            let g = &goals[i * d.goal..(i + 1) * d.goal];
             self.norms.push_input(o, g, clip, &mut inputs)?;
         }
         Ok(self.networks.q_values(&inputs, actions))
@@ -1801,6 +1803,11 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(message.contains("her_k = 0"), "{message}");
+        // The critic's values of an env without goals (goals of width 0).
+        let q = plain_agent(DdpgConfig::td3(), 2)
+            .q_values(&[0.1, -0.2, 0.3, 0.4], &[], &[0.5, -0.5])
+            .unwrap();
+        assert_eq!(q.len(), 2);
         // Its stored rewards go through the checkpoint's memory.
         let mut whole = plain_agent(DdpgConfig::td3(), 2);
         whole.learn(6).unwrap();
