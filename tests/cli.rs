@@ -1205,6 +1205,8 @@ const TESTED_PRESETS: &[&str] = &[
     "toy-ddpg-her",
     "push-td3-her",
     "push-sac-her",
+    "worm-td3",
+    "worm-sac",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
@@ -1309,6 +1311,27 @@ fn preset_push_td3_her_runs_end_to_end() {
 #[test]
 fn preset_push_sac_her_runs_end_to_end() {
     run_preset("push-sac-her", 2, FEW_UPDATES, true);
+}
+
+/// The off-policy worm presets with 20-step episodes, training from the
+/// second episode on small batches.
+const SHORT_OFF_POLICY_WORM: &[&str] = &[
+    "env.max_episode_steps=20",
+    "algo.learning_starts=1",
+    "algo.batch_size=32",
+];
+
+#[test]
+fn preset_worm_td3_and_sac_run_end_to_end() {
+    for name in ["worm-td3", "worm-sac"] {
+        let run = run_preset(name, 3, SHORT_OFF_POLICY_WORM, false);
+        let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+        // A gradient step per env step from the second episode on.
+        assert!(
+            metrics.contains("\"charts/updates\":40.0"),
+            "{name}: {metrics}"
+        );
+    }
 }
 
 #[test]
