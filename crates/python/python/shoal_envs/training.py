@@ -14,8 +14,8 @@ best one kept as ``best``) and ``summary.json``::
 
 ``train(preset, env="Pendulum-v1")`` trains the preset's algorithm on a
 Gymnasium env of one's own instead of the preset's env: continuous ``Box``
-actions with finite bounds, a ``Box`` observation, or for algorithms that
-need goals (DDPG + HER, HAC) Gymnasium-Robotics' goal API (a ``Dict``
+actions with finite bounds, a ``Box`` observation, or for presets that
+train a goal task (the ``*-her`` and HAC presets) Gymnasium-Robotics' goal API (a ``Dict``
 observation of ``observation``, ``achieved_goal`` and ``desired_goal``, and
 ``compute_reward(achieved_goal, desired_goal, info)`` vectorised over rows).
 Each reset and step of such an env is a call into Python; see the Python
