@@ -716,6 +716,13 @@ impl<E: GoalEnv> Ddpg<E> {
         }
     }
 
+    /// Whether the env has goals: false for a plain env trained as
+    /// [`shoal_rl_core::WithoutGoals`], which keeps its rewards, relabels
+    /// nothing and has no success to report.
+    fn has_goals(&self) -> bool {
+        self.dims.goal > 0
+    }
+
     fn split_owned(&self, obs: &[f32]) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
         let d = self.dims;
         if obs.len() != d.obs + 2 * d.goal {
@@ -772,11 +779,11 @@ impl<E: GoalEnv> Ddpg<E> {
             };
             let step = self.env.step(&self.action_space.from_symmetric(&action))?;
             let (next_obs, next_achieved, next_desired) = self.split_owned(&step.obs)?;
-            if self.dims.goal == 0 {
+            if self.has_goals() {
+                episode.push(&desired, &action, &next_obs, &next_achieved);
+            } else {
                 // No goal to recompute the reward from: keep the env's.
                 episode.push_rewarded(&desired, &action, step.reward, &next_obs, &next_achieved);
-            } else {
-                episode.push(&desired, &action, &next_obs, &next_achieved);
             }
             undiscounted += step.reward as f64;
             self.env_steps += 1;
@@ -944,7 +951,7 @@ impl<E: GoalEnv> Ddpg<E> {
             let (episode, undiscounted, success) = self.collect_episode(reducer, &mut tally)?;
             report.episode_returns.push(undiscounted);
             report.episode_lengths.push(episode.len() as u64);
-            if self.dims.goal > 0 {
+            if self.has_goals() {
                 report.episode_successes.push(success);
             }
             self.update_normalizer_stats(&episode)?;
@@ -981,7 +988,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 ]);
             }
             // Relabelling's accounting, where there are goals to relabel.
-            if self.dims.goal > 0 {
+            if self.has_goals() {
                 report.scalars.push((
                     "charts/relabelled_fraction".to_string(),
                     tally.relabelled / tally.networks.updates as f64,
@@ -1034,7 +1041,7 @@ impl<E: GoalEnv> Learner for Ddpg<E> {
             }
         };
         // An env without goals has no success to report.
-        let success: Option<&SuccessFn<'_, E>> = if self.dims.goal > 0 {
+        let success: Option<&SuccessFn<'_, E>> = if self.has_goals() {
             Some(&success)
         } else {
             None
