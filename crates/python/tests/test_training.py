@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import _thread
 
@@ -182,12 +183,19 @@ def test_unknown_settings_and_presets_are_value_errors(tmp_path):
 
 
 def test_ctrl_c_stops_training_cleanly_and_the_run_resumes(tmp_path):
-    out = tmp_path / "stopped"
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt, match="checkpoint written; resume") as raised:
-        shoal_envs.train("toy-ppo", env="shoal-test/PointLine-v0", out=out, episodes=200_000)
-    timer.cancel()
+    # Ctrl-C as a terminal delivers it. A process started in the background
+    # of a script inherits SIGINT ignored, and `interrupt_main` then does
+    # nothing at all: the run would train all its episodes.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        out = tmp_path / "stopped"
+        timer = threading.Timer(1.0, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt, match="checkpoint written; resume") as raised:
+            shoal_envs.train("toy-ppo", env="shoal-test/PointLine-v0", out=out, episodes=200_000)
+        timer.cancel()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     stopped_at = int(str(raised.value).split()[2])
     run = shoal_envs.train("", resume=out, episodes=stopped_at + 8)
     assert run == out
