@@ -14,7 +14,13 @@
 //! `batch_size` HER-relabelled transitions are taken, then the target networks
 //! move toward the trained ones by polyak averaging. `train_every = episode`
 //! runs such a round after every episode, `train_every = step` after every
-//! environment step (on the episodes stored so far).
+//! environment step. Stepwise rounds also draw from the episode being
+//! played, as Stable-Baselines3's and CleanRL's buffers do, unless HER
+//! relabels (`her_k > 0`): a relabelled batch needs finished episodes, as
+//! in Stable-Baselines3's HER buffer. Without it, what the actor does is
+//! replayed an episode late: on the worm's 1 000-step episodes TD3's actor
+//! runs into its bounds for a whole episode before its critic sees a
+//! single transition from there, and stays there.
 //!
 //! # TD3
 //!
@@ -89,7 +95,7 @@ use crate::actor_critic::{
 use crate::check;
 use crate::her::{
     HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch, sample_batch,
-    sample_episode,
+    sample_batch_with_playing, sample_episode,
 };
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
 use crate::versioned::read_state;
@@ -153,6 +159,11 @@ pub struct DdpgConfig {
     pub norm_clip: f64,
     /// Lower bound of the normalisers' standard deviation. Default 0.01.
     pub norm_eps: f64,
+    /// Standardise observations and goals by their running statistics
+    /// (baselines HER's normaliser). Off, the networks see them as the env
+    /// gives them, clamped to ±`clip_obs`, as Stable-Baselines3 and RL Zoo's
+    /// off-policy settings do. Default true.
+    pub normalize: bool,
     /// Clip critic targets to `[−1/(1−γ), 0]`, the value range of a −1/0
     /// reward. Default true.
     pub clip_target: bool,
@@ -228,6 +239,7 @@ impl Default for DdpgConfig {
             clip_obs: 200.0,
             norm_clip: 5.0,
             norm_eps: 0.01,
+            normalize: true,
             clip_target: true,
             n_critics: 1,
             policy_delay: 1,
@@ -625,7 +637,11 @@ impl<E: GoalEnv> Ddpg<E> {
             norms: GoalNormalizer::new(
                 dims.obs,
                 dims.goal,
-                config.norm_clip as f32,
+                if config.normalize {
+                    config.norm_clip
+                } else {
+                    config.clip_obs
+                } as f32,
                 config.norm_eps as f32,
             ),
             buffer: ReplayBuffer::new(dims, config.buffer_size)?,
@@ -788,13 +804,17 @@ impl<E: GoalEnv> Ddpg<E> {
             undiscounted += step.reward as f64;
             self.env_steps += 1;
 
+            if step.done() {
+                // Before the round below, which may replay this last step.
+                episode.set_terminated(step.terminated);
+            }
             if self.config.train_every == TrainEvery::Step && !warmup && !self.buffer.is_empty() {
-                self.train_round(reducer, tally)?;
+                let playing = (self.config.her_k == 0).then_some(&episode);
+                self.train_round(playing, reducer, tally)?;
                 policy = self.frozen_policy();
             }
 
             if step.done() {
-                episode.set_terminated(step.terminated);
                 let success = match step.info.get("is_success") {
                     Some(flag) => flag > 0.5,
                     None => self.env.is_success(&next_achieved, &next_desired),
@@ -810,6 +830,9 @@ impl<E: GoalEnv> Ddpg<E> {
     /// normaliser sums, as baselines does with the transitions of each new
     /// episode.
     fn update_normalizer_stats(&mut self, episode: &Episode) -> Result<()> {
+        if !self.config.normalize {
+            return Ok(());
+        }
         let mut rng = rng_from_seed(derive_seed(self.seed, NORMALIZER_STREAM + self.episodes));
         self.transitions.clear();
         sample_episode(
@@ -897,21 +920,32 @@ impl<E: GoalEnv> Ddpg<E> {
     }
 
     /// `n_batches` gradient steps on HER batches (the actor's every
-    /// `policy_delay`-th), then the target update.
+    /// `policy_delay`-th), then the target update; the batches are drawn
+    /// from the `playing` episode too where one is given.
     /// Round `r` samples with the generator derived from `(seed, r)`.
-    fn train_round(&mut self, reducer: &mut dyn MeanReducer, tally: &mut Tally) -> Result<()> {
+    fn train_round(
+        &mut self,
+        playing: Option<&Episode>,
+        reducer: &mut dyn MeanReducer,
+        tally: &mut Tally,
+    ) -> Result<()> {
         let mut rng = rng_from_seed(derive_seed(self.seed, ROUND_STREAM + self.rounds));
         for _ in 0..self.config.n_batches {
             let settings = self.settings();
             self.transitions.clear();
-            sample_batch(
-                &self.buffer,
-                &self.her,
-                self.config.batch_size,
-                &self.env,
-                &mut rng,
-                &mut self.transitions,
-            );
+            let (n, batch) = (self.config.batch_size, &mut self.transitions);
+            match playing {
+                Some(playing) => sample_batch_with_playing(
+                    &self.buffer,
+                    playing,
+                    &self.her,
+                    n,
+                    &self.env,
+                    &mut rng,
+                    batch,
+                ),
+                None => sample_batch(&self.buffer, &self.her, n, &self.env, &mut rng, batch),
+            }
             self.prepare_batch(&mut rng)?;
             let stats = self.networks.update(&self.net_batch, &settings, reducer)?;
             tally.networks.add(stats);
@@ -970,7 +1004,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 let trains = self.config.train_every != TrainEvery::Step
                     && self.episodes >= self.config.learning_starts as u64;
                 if trains {
-                    self.train_round(reducer, &mut tally)?;
+                    self.train_round(None, reducer, &mut tally)?;
                 }
             }
         }
@@ -1800,6 +1834,34 @@ mod tests {
             after.return_mean
         );
         assert_eq!(after.success_rate, None, "no goals, no success rate");
+    }
+
+    #[test]
+    fn without_normalising_the_networks_see_observations_as_the_env_gives_them() {
+        let input = |normalize: bool| {
+            let mut learner = plain_agent(
+                DdpgConfig {
+                    normalize,
+                    ..DdpgConfig::td3()
+                },
+                3,
+            );
+            learner.learn(3).unwrap();
+            let mut input = Vec::new();
+            // Far outside PointReach's box, inside `clip_obs` (200).
+            let obs = [7.0, -9.5, 0.25, 150.0];
+            learner
+                .norms
+                .push_input(&obs, &[], learner.config.clip_obs as f32, &mut input)
+                .unwrap();
+            input
+        };
+        assert_eq!(input(false), vec![7.0, -9.5, 0.25, 150.0]);
+        let normalised = input(true);
+        assert!(
+            normalised.iter().any(|x| x.abs() == 5.0),
+            "standardised and clipped to ±5: {normalised:?}"
+        );
     }
 
     #[test]

@@ -521,6 +521,19 @@ fn push_transition<R: Rng + ?Sized, G: GoalReward + ?Sized>(
     rng: &mut R,
 ) {
     let goal_step = pick_goal_step(episode, t, config, goals, rng);
+    push_with_goal(batch, episode, t, goal_step, config, goals);
+}
+
+/// Appends transition `t` of `episode` to `batch` with the goal achieved at
+/// `goal_step`, or its own goal where `None`.
+fn push_with_goal<G: GoalReward + ?Sized>(
+    batch: &mut TransitionBatch,
+    episode: &Episode,
+    t: usize,
+    goal_step: Option<usize>,
+    config: &HerConfig,
+    goals: &G,
+) {
     let goal = match goal_step {
         Some(t_goal) => episode.achieved(t_goal),
         None => episode.desired(t),
@@ -592,6 +605,50 @@ pub fn sample_batch<R: Rng + ?Sized, G: GoalReward + ?Sized>(
             return;
         };
         push_transition(batch, buffer.episode(index), t, config, goals, rng);
+    }
+}
+
+/// [`sample_batch`] over the buffer and the episode still being played,
+/// drawn from as if it were stored last: what an env step adds is replayed
+/// from the next gradient step on, as in Stable-Baselines3's and CleanRL's
+/// buffers without HER. The playing episode's transitions keep their own
+/// goals: hindsight goals wait for its end, as in Stable-Baselines3's HER
+/// buffer, which draws no transition of an unfinished episode at all.
+///
+/// ```
+/// use shoal_rl_algo::{Episode, EpisodeDims, HerConfig, ReplayBuffer, TransitionBatch, WithinDistance, sample_batch_with_playing};
+/// let dims = EpisodeDims { obs: 1, goal: 1, act: 1 };
+/// let buffer = ReplayBuffer::new(dims, 100).unwrap();
+/// let mut playing = Episode::start(dims, &[0.0], &[0.0]);
+/// playing.push(&[1.0], &[0.3], &[0.3], &[0.3]);
+/// let mut batch = TransitionBatch::default();
+/// let mut rng = shoal_rl_core::rng_from_seed(0);
+/// let reach = WithinDistance { threshold: 0.05 };
+/// sample_batch_with_playing(&buffer, &playing, &HerConfig::default(), 8, &reach, &mut rng, &mut batch);
+/// // The empty buffer has nothing to give; the step just played is there.
+/// assert_eq!(batch.actions, vec![0.3; 8]);
+/// ```
+pub fn sample_batch_with_playing<R: Rng + ?Sized, G: GoalReward + ?Sized>(
+    buffer: &ReplayBuffer,
+    playing: &Episode,
+    config: &HerConfig,
+    n: usize,
+    goals: &G,
+    rng: &mut R,
+    batch: &mut TransitionBatch,
+) {
+    let (stored, total) = (buffer.transitions(), buffer.transitions() + playing.len());
+    if total == 0 {
+        return;
+    }
+    for _ in 0..n {
+        let draw = rng.random_range(0..total as u64) as usize;
+        if draw < stored {
+            let (index, t) = buffer.transition_at(draw);
+            push_transition(batch, buffer.episode(index), t, config, goals, rng);
+        } else {
+            push_with_goal(batch, playing, draw - stored, None, config, goals);
+        }
     }
 }
 
@@ -672,6 +729,57 @@ mod tests {
             assert_eq!(batch.next_obs[i], t as f32 + 1.0);
         }
         assert!((0..3).all(|t| batch.steps.contains(&t)));
+    }
+
+    #[test]
+    fn the_playing_episode_is_drawn_as_one_more_stored_episode_and_never_relabelled() {
+        // Stored: 3 transitions with action 0.1; playing: 1 with action 0.9
+        // that ended the episode. Uniform draws give the playing one a
+        // quarter of the batch, with its own goal whatever `k` says.
+        let mut buffer = ReplayBuffer::new(DIMS, 100).unwrap();
+        let mut stored = Episode::start(DIMS, &[0.0], &[0.0]);
+        for t in 1..=3 {
+            stored.push(&[1.0], &[0.1], &[t as f32], &[t as f32]);
+        }
+        buffer.push(stored).unwrap();
+        let mut playing = Episode::start(DIMS, &[5.0], &[5.0]);
+        playing.push(&[1.0], &[0.9], &[6.0], &[6.0]);
+        playing.set_terminated(true);
+        let config = HerConfig {
+            k: 4,
+            strategy: HerStrategy::Future,
+            success_is_terminal: false,
+            ..HerConfig::default()
+        };
+        let n = 4_000;
+        let mut batch = TransitionBatch::default();
+        let mut rng = rng_from_seed(8);
+        sample_batch_with_playing(&buffer, &playing, &config, n, &Line, &mut rng, &mut batch);
+        assert_eq!(batch.len(), n);
+        let from_playing: Vec<usize> = (0..n).filter(|&i| batch.actions[i] == 0.9).collect();
+        let share = from_playing.len() as f64 / n as f64;
+        // Binomial(4 000, 1/4): standard deviation 0.007.
+        assert!((share - 0.25).abs() < 0.03, "playing share {share}");
+        for &i in &from_playing {
+            assert_eq!(batch.goal_steps[i], None);
+            assert_eq!(batch.goals[i], 1.0, "its own goal");
+            assert_eq!(batch.rewards[i], -1.0, "6.0 is not within 0.05 of 1.0");
+            assert!(batch.terminals[i], "the step that ended it");
+        }
+        let stored_relabelled = (0..n)
+            .filter(|&i| batch.actions[i] == 0.1 && batch.goal_steps[i].is_some())
+            .count();
+        assert!(
+            stored_relabelled > n / 2,
+            "stored steps are relabelled as before"
+        );
+
+        // Nothing stored and nothing played: nothing drawn.
+        let empty = ReplayBuffer::new(DIMS, 100).unwrap();
+        let unplayed = Episode::start(DIMS, &[0.0], &[0.0]);
+        let mut none = TransitionBatch::default();
+        sample_batch_with_playing(&empty, &unplayed, &config, 5, &Line, &mut rng, &mut none);
+        assert!(none.is_empty());
     }
 
     /// Sparse −1/0 reward on a line, threshold 0.05.

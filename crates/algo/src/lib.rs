@@ -52,7 +52,8 @@ pub use hac::{
 };
 pub use her::{
     GoalOrigin, GoalReward, HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
-    WithinBox, WithinDistance, goal_origin, sample_batch, sample_episode,
+    WithinBox, WithinDistance, goal_origin, sample_batch, sample_batch_with_playing,
+    sample_episode,
 };
 pub use ppo::{PolicyKind, Ppo, PpoConfig, PpoPolicy, gae};
 pub use reinforce::{Baseline, Reinforce, ReinforceConfig};

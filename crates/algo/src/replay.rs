@@ -454,9 +454,23 @@ impl ReplayBuffer {
         if self.transitions == 0 {
             return None;
         }
-        let global = self.starts[0] + rng.random_range(0..self.transitions as u64);
+        Some(self.transition_at(rng.random_range(0..self.transitions as u64) as usize))
+    }
+
+    /// Transition `k` of the stored ones, oldest first, as `(episode index,
+    /// t)`.
+    ///
+    /// # Panics
+    /// If `k` is not below [`ReplayBuffer::transitions`].
+    pub fn transition_at(&self, k: usize) -> (usize, usize) {
+        assert!(
+            k < self.transitions,
+            "transition {k} of {} stored",
+            self.transitions
+        );
+        let global = self.starts[0] + k as u64;
         let index = self.starts.partition_point(|start| *start <= global) - 1;
-        Some((index, (global - self.starts[index]) as usize))
+        (index, (global - self.starts[index]) as usize)
     }
 
     /// Removes everything.
