@@ -23,8 +23,11 @@
 //!   `info` holds `"is_success"` (0/1).
 //! * **Starting State**: the angle uniform in [π/4, 7π/4] (away from
 //!   upright), the velocity uniform in [−0.05, 0.05]. The goal's angle is
-//!   uniform in ±16° and its velocity in ±0.6 rad/s, the paper's training
-//!   goals (the paper tests on the upright goal (0, 0), inside that range).
+//!   uniform in `goal_angle_range` (±16°) and its velocity in
+//!   `goal_speed_range` (±0.6 rad/s), the paper's training goals. The
+//!   paper tests on the upright goal (0, 0): both ranges `[0.0, 0.0]`, as
+//!   the `pendulum-hac*` presets set for their evaluation envs
+//!   (`[eval_env]`).
 //! * **Episode End**: terminated on success when `terminate_on_success`
 //!   (default true); truncated after `max_episode_steps` (1 000, the paper's).
 //! * **Arguments**: [`InvertedPendulumConfig`].
@@ -89,6 +92,14 @@ pub struct InvertedPendulumConfig {
     pub terminate_on_success: bool,
     /// Clip out-of-range actions (else they are an error). Default true.
     pub clip_actions: bool,
+    /// The goal angle is drawn uniformly from `[low, high]`, rad, within
+    /// [−π, π). Default ±16° (the paper's training goals; it tests on
+    /// `[0.0, 0.0]`).
+    pub goal_angle_range: [f32; 2],
+    /// The goal velocity is drawn uniformly from `[low, high]`, rad/s,
+    /// within ±15. Default ±0.6 (the paper's training goals; it tests on
+    /// `[0.0, 0.0]`).
+    pub goal_speed_range: [f32; 2],
 }
 
 impl Default for InvertedPendulumConfig {
@@ -105,6 +116,8 @@ impl Default for InvertedPendulumConfig {
             max_episode_steps: 1000,
             terminate_on_success: true,
             clip_actions: true,
+            goal_angle_range: [-16f32.to_radians(), 16f32.to_radians()],
+            goal_speed_range: [-0.6, 0.6],
         }
     }
 }
@@ -136,6 +149,26 @@ impl InvertedPendulumConfig {
                 "pendulum: damping must be finite and non-negative, got {}",
                 self.damping
             )));
+        }
+        for (name, [low, high], bound) in [
+            ("goal_angle_range", self.goal_angle_range, PI),
+            (
+                "goal_speed_range",
+                self.goal_speed_range,
+                MAX_OBSERVED_SPEED,
+            ),
+        ] {
+            if !(low.is_finite()
+                && high.is_finite()
+                && -bound <= low
+                && low <= high
+                && high <= bound)
+            {
+                return Err(Error::Config(format!(
+                    "pendulum: {name} must be [low, high] with -{bound} <= low <= high <= {bound}, \
+                     got [{low}, {high}]"
+                )));
+            }
         }
         check_count("pendulum: substeps", self.substeps, 1, MAX_SUBSTEPS)?;
         check_count(
@@ -271,10 +304,11 @@ impl Env for InvertedPendulum {
         reseed(&mut self.rng, seed);
         let angle = self.rng.random_range(PI / 4.0..=7.0 * PI / 4.0);
         let speed = self.rng.random_range(-0.05..=0.05);
-        let bound = 16f32.to_radians();
+        let ([angle_low, angle_high], [speed_low, speed_high]) =
+            (self.cfg.goal_angle_range, self.cfg.goal_speed_range);
         self.goal = [
-            self.rng.random_range(-bound..=bound),
-            self.rng.random_range(-0.6..=0.6),
+            self.rng.random_range(angle_low..=angle_high),
+            self.rng.random_range(speed_low..=speed_high),
         ];
         self.chain = Self::chain(&self.cfg, angle, speed);
         self.limit.start();
@@ -316,6 +350,53 @@ impl GoalEnv for InvertedPendulum {
 mod tests {
     use super::*;
     use crate::check_goal_env;
+
+    #[test]
+    fn goals_come_from_their_ranges_and_bad_ranges_are_refused() {
+        let goals = |cfg: InvertedPendulumConfig| -> Vec<[f32; 2]> {
+            let mut env = InvertedPendulum::new(cfg).unwrap();
+            (0..200)
+                .map(|seed| {
+                    let obs = env.reset(Some(seed));
+                    [obs[5], obs[6]]
+                })
+                .collect()
+        };
+        // The paper's test goal: upright and still, every episode.
+        let upright = goals(InvertedPendulumConfig {
+            goal_angle_range: [0.0, 0.0],
+            goal_speed_range: [0.0, 0.0],
+            ..InvertedPendulumConfig::default()
+        });
+        assert!(upright.iter().all(|goal| *goal == [0.0, 0.0]));
+        // The training goals fill ±16° and ±0.6 rad/s.
+        let train = goals(InvertedPendulumConfig::default());
+        let bound = 16f32.to_radians();
+        assert!(
+            train
+                .iter()
+                .all(|[a, v]| a.abs() <= bound && v.abs() <= 0.6)
+        );
+        assert!(train.iter().any(|[a, _]| *a > 0.8 * bound));
+        assert!(train.iter().any(|[a, _]| *a < -0.8 * bound));
+        assert!(train.iter().any(|[_, v]| *v > 0.48) && train.iter().any(|[_, v]| *v < -0.48));
+        for (angle, speed) in [
+            ([0.2, 0.1], [0.0, 0.0]),
+            ([0.0, 4.0], [0.0, 0.0]),
+            ([0.0, 0.0], [f32::NAN, 0.0]),
+            ([0.0, 0.0], [-20.0, 0.0]),
+        ] {
+            let message = InvertedPendulum::new(InvertedPendulumConfig {
+                goal_angle_range: angle,
+                goal_speed_range: speed,
+                ..InvertedPendulumConfig::default()
+            })
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(message.contains("_range must be [low, high]"), "{message}");
+        }
+    }
 
     #[test]
     fn it_swings_like_a_pendulum_of_its_length() {

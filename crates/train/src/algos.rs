@@ -30,7 +30,7 @@ use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce,
 use shoal_rl_core::docs::key_docs;
 use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner, WithoutGoals};
 // Typed settings as a TOML table, through the text so an `f32` reads as written.
-use shoal_rl_registry::table_of;
+use shoal_rl_registry::{EnvConfig, table_of};
 
 use crate::config::{RunConfig, StrategyKind};
 
@@ -284,13 +284,13 @@ fn ddpg_agent(kind: &'static str, about: &'static str, defaults: fn() -> toml::T
     .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
 }
 
-/// The configured env as DDPG's agent sees it: a goal env as it is, a plain
-/// env as one without goals.
-fn ddpg_env(cfg: &RunConfig) -> Result<Box<dyn GoalEnv>> {
-    if cfg.envs.is_goal(&cfg.env)? {
-        cfg.envs.make_goal_env(&cfg.env)
+/// The env of `config` as DDPG's agent sees it: a goal env as it is, a
+/// plain env as one without goals.
+fn ddpg_env(cfg: &RunConfig, config: &EnvConfig) -> Result<Box<dyn GoalEnv>> {
+    if cfg.envs.is_goal(config)? {
+        cfg.envs.make_goal_env(config)
     } else {
-        Ok(Box::new(WithoutGoals(cfg.envs.make_env(&cfg.env)?)))
+        Ok(Box::new(WithoutGoals(cfg.envs.make_env(config)?)))
     }
 }
 
@@ -306,7 +306,12 @@ pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box
     algo.critic_lr *= lr_scale;
     algo.buffer_size = replay_share(cfg, algo.buffer_size);
     let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    Ddpg::new(algo, ddpg_env(cfg)?, ddpg_env(cfg)?, seed)
+    Ddpg::new(
+        algo,
+        ddpg_env(cfg, &cfg.env)?,
+        ddpg_env(cfg, &cfg.eval_env_config()?)?,
+        seed,
+    )
 }
 
 /// The HAC learner of worker `rank`, as [`make_learner`](crate::make_learner) builds it; its own
@@ -326,7 +331,7 @@ pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<d
     Hac::new(
         algo,
         cfg.envs.make_goal_env(&cfg.env)?,
-        cfg.envs.make_goal_env(&cfg.env)?,
+        cfg.envs.make_goal_env(&cfg.eval_env_config()?)?,
         seed,
     )
 }
@@ -356,7 +361,7 @@ pub fn make_reinforce(
     Reinforce::new(
         algo,
         cfg.envs.make_env(&cfg.env)?,
-        cfg.envs.make_env(&cfg.env)?,
+        cfg.envs.make_env(&cfg.eval_env_config()?)?,
         seed,
     )
 }
@@ -379,7 +384,7 @@ pub fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<d
     let ppo = Ppo::new(
         algo,
         cfg.envs.make_env(&cfg.env)?,
-        cfg.envs.make_env(&cfg.env)?,
+        cfg.envs.make_env(&cfg.eval_env_config()?)?,
         seed,
     )?;
     // The step clock is this learner's own env steps: a worker collects

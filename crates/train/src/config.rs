@@ -293,6 +293,14 @@ pub struct RunConfig {
     pub seed: u64,
     /// The task.
     pub env: EnvConfig,
+    /// Settings of `env` that the evaluation envs take instead, keys of
+    /// `env.kind`'s settings (not `kind`): train on one goal range and test
+    /// on another, as the HAC paper tests its pendulum on the upright goal
+    /// alone (`[eval_env] goal_angle_range = [0.0, 0.0]`). Evaluations
+    /// during the run, its final one and `shoal eval` use them. Default
+    /// none: evaluation envs are the training env.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub eval_env: toml::Table,
     /// The envs `env.kind` names: shoal's own unless a program that uses
     /// shoal as a library resolved the config with its own
     /// ([`RunConfig::resolve_in`]). Not part of the file.
@@ -594,6 +602,9 @@ impl RunConfig {
             return Ok(self.clone());
         }
         let mut tree = self.to_table();
+        // `[eval_env]` is absent while empty; its keys may be added.
+        tree.entry("eval_env")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         // Optional settings are absent while unset; they may be added.
         let accepts = |tree: &toml::Table| {
             read_tree(&self.registries(), tree.clone())
@@ -655,6 +666,21 @@ impl RunConfig {
         }
     }
 
+    /// The evaluation envs' config: `env` with the keys of `eval_env` laid
+    /// over its settings.
+    pub fn eval_env_config(&self) -> Result<EnvConfig> {
+        if self.eval_env.contains_key("kind") {
+            return Err(Error::Config(
+                "[eval_env] cannot set `kind`: evaluation envs are the training env's \
+                 kind, with other settings"
+                    .into(),
+            ));
+        }
+        let mut config = self.env.clone();
+        merge(&mut config.settings, self.eval_env.clone());
+        Ok(config)
+    }
+
     /// Whether the run's env is goal-conditioned (success rates, HER, HAC).
     pub fn is_goal_task(&self) -> Result<bool> {
         self.envs.is_goal(&self.env)
@@ -686,6 +712,11 @@ fn read_tree(registries: &Registries, tree: toml::Table) -> Result<RunConfig> {
     cfg.algos = registries.algos.clone();
     cfg.strategies = registries.strategies.clone();
     cfg.envs.check(&cfg.env)?;
+    if !cfg.eval_env.is_empty() {
+        cfg.envs
+            .check(&cfg.eval_env_config()?)
+            .map_err(|e| in_context("eval_env", e))?;
+    }
     cfg.algo.settings = cfg
         .algos
         .get(cfg.algo.kind())?
@@ -833,7 +864,16 @@ pub fn key_docs(cfg: &RunConfig) -> Result<Vec<(String, String)>> {
         "env.kind".into(),
         "The env, by its registry id (`shoal train --help` lists them).".into(),
     ));
-    docs.extend(section("env", (cfg.envs.get(&cfg.env.kind)?.key_docs)()));
+    let env_docs = (cfg.envs.get(&cfg.env.kind)?.key_docs)();
+    docs.extend(section(
+        "eval_env",
+        env_docs
+            .iter()
+            .filter(|(key, _)| cfg.eval_env.contains_key(key))
+            .cloned()
+            .collect(),
+    ));
+    docs.extend(section("env", env_docs));
     docs.push((
         "algo.kind".into(),
         "The algorithm (`shoal train --help` lists them).".into(),
@@ -1182,6 +1222,66 @@ mod tests {
         assert_eq!(cfg.parallel.worker_lr_scales, vec![0.25]);
         assert_eq!(cfg.worker(0).unwrap().1, 0.25);
         assert_eq!(cfg.worker(1).unwrap().1, 1.0);
+    }
+
+    #[test]
+    fn evaluation_envs_take_eval_env_over_env_and_bad_keys_are_refused() {
+        // The pendulum presets test on the paper's upright goal.
+        let cfg = preset("pendulum-hac3").unwrap();
+        let eval = cfg.eval_env_config().unwrap();
+        assert_eq!(
+            eval.settings["goal_angle_range"],
+            toml::Value::try_from([0.0, 0.0]).unwrap()
+        );
+        assert_ne!(
+            cfg.env.settings["goal_angle_range"],
+            eval.settings["goal_angle_range"]
+        );
+        assert_eq!(eval.settings["max_torque"], cfg.env.settings["max_torque"]);
+        // It goes through config.toml.
+        assert_eq!(RunConfig::from_toml(&cfg.to_toml(), "t").unwrap(), cfg);
+
+        // A preset without one takes `--set eval_env.KEY`; the evaluation
+        // env of the learner it builds is that env: episodes of 3 steps
+        // where training has 50 (an untrained agent reaches no goal).
+        let toy = preset("toy-ddpg-her").unwrap();
+        assert_eq!(toy.eval_env_config().unwrap(), toy.env);
+        let eval_length = |cfg: &RunConfig| {
+            let mut learner = crate::make_learner(cfg, 0, 1.0).unwrap();
+            let report = learner.evaluate(4, 3).unwrap();
+            learner.learn(1).unwrap();
+            (
+                report.length_mean,
+                learner.learn(1).unwrap().episode_lengths,
+            )
+        };
+        let short = toy
+            .with_overrides(&["eval_env.max_episode_steps=3".into()])
+            .unwrap();
+        assert_eq!(short.env, toy.env, "training keeps its env");
+        assert_eq!(eval_length(&short), (3.0, vec![50]));
+        assert_eq!(eval_length(&toy), (50.0, vec![50]));
+
+        for (assignment, expected) in [
+            ("eval_env.nosuch=1", "unknown key `eval_env.nosuch`"),
+            ("eval_env.kind=\"worm\"", "cannot set `kind`"),
+            ("eval_env.distance_threshold=true", "eval_env: "),
+        ] {
+            let message = toy
+                .with_overrides(&[assignment.into()])
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains(expected), "{assignment}: {message}");
+        }
+        // Values are checked where the env is built, as `[env]`'s are.
+        let negative = toy
+            .with_overrides(&["eval_env.distance_threshold=-1".into()])
+            .unwrap();
+        let message = crate::make_learner(&negative, 0, 1.0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(message.contains("distance_threshold"), "{message}");
     }
 
     #[test]

@@ -217,11 +217,10 @@ fn registries(sync_every: u64) -> Registries {
         "hill-climb",
         "hill climbing on a linear policy",
         |cfg, rank, _lr_scale| {
-            let make = || cfg.envs.make_env(&cfg.env);
             Ok(Box::new(HillClimb {
                 settings: cfg.algo.settings()?,
-                env: make()?,
-                eval_env: make()?,
+                env: cfg.envs.make_env(&cfg.env)?,
+                eval_env: cfg.envs.make_env(&cfg.eval_env_config()?)?,
                 seed: shoal_rl_parallel::worker_seed(cfg.seed, rank),
                 state: HillState {
                     params: [0.0; 3],
