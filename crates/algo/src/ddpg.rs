@@ -920,8 +920,8 @@ impl<E: GoalEnv> Ddpg<E> {
     }
 
     /// `n_batches` gradient steps on HER batches (the actor's every
-    /// `policy_delay`-th), then the target update; the batches are drawn
-    /// from the `playing` episode too where one is given.
+    /// `policy_delay`-th), then the target update if the actor stepped; the
+    /// batches are drawn from the `playing` episode too where one is given.
     /// Round `r` samples with the generator derived from `(seed, r)`.
     fn train_round(
         &mut self,
@@ -930,8 +930,10 @@ impl<E: GoalEnv> Ddpg<E> {
         tally: &mut Tally,
     ) -> Result<()> {
         let mut rng = rng_from_seed(derive_seed(self.seed, ROUND_STREAM + self.rounds));
+        let mut actor_stepped = false;
         for _ in 0..self.config.n_batches {
             let settings = self.settings();
+            actor_stepped |= settings.update_actor;
             self.transitions.clear();
             let (n, batch) = (self.config.batch_size, &mut self.transitions);
             match playing {
@@ -953,7 +955,13 @@ impl<E: GoalEnv> Ddpg<E> {
             tally.relabels.merge(&self.transitions.relabel_counts());
             self.updates += 1;
         }
-        self.networks.update_targets(self.config.polyak)?;
+        // TD3 moves its targets with its actor (Fujimoto et al. 2018,
+        // Algorithm 1; Stable-Baselines3): a stepwise round whose batch did
+        // not step the actor leaves them. A round of several batches steps
+        // the actor in some, and moves them once, as DDPG + HER does.
+        if actor_stepped {
+            self.networks.update_targets(self.config.polyak)?;
+        }
         self.rounds += 1;
         Ok(())
     }
@@ -1406,6 +1414,38 @@ mod tests {
             let settings = ddpg.settings();
             assert!(settings.update_actor && settings.target_policy_noise == 0.0);
         }
+    }
+
+    #[test]
+    fn stepwise_td3_moves_its_targets_with_its_actor_and_ddpg_every_round() {
+        let moves = |config: DdpgConfig| -> Vec<bool> {
+            let mut learner = agent(
+                DdpgConfig {
+                    train_every: TrainEvery::Step,
+                    n_batches: 1,
+                    ..config
+                },
+                0,
+            );
+            learner.learn(1).unwrap();
+            let mut tally = Tally::default();
+            (0..4)
+                .map(|_| {
+                    let before = learner.networks.target_parameters();
+                    learner.train_round(None, &mut Alone, &mut tally).unwrap();
+                    learner.networks.target_parameters() != before
+                })
+                .collect()
+        };
+        // The actor steps on every second update of the run, whatever the
+        // count so far, and the targets move with it.
+        let td3 = moves(small_td3());
+        assert_eq!(td3.iter().filter(|m| **m).count(), 2, "{td3:?}");
+        assert!(
+            td3[0] != td3[1] && td3[1] != td3[2] && td3[2] != td3[3],
+            "{td3:?}"
+        );
+        assert_eq!(moves(small()), [true; 4]);
     }
 
     #[test]
