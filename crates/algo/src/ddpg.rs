@@ -17,10 +17,8 @@
 //! environment step. Stepwise rounds also draw from the episode being
 //! played, as Stable-Baselines3's and CleanRL's buffers do, unless HER
 //! relabels (`her_k > 0`): a relabelled batch needs finished episodes, as
-//! in Stable-Baselines3's HER buffer. Without it, what the actor does is
-//! replayed an episode late: on the worm's 1 000-step episodes TD3's actor
-//! runs into its bounds for a whole episode before its critic sees a
-//! single transition from there, and stays there.
+//! in Stable-Baselines3's HER buffer. Without it, what the actor does
+//! would be replayed an episode late: 1 000 gradient steps on the worm.
 //!
 //! # TD3
 //!
@@ -29,11 +27,12 @@
 //! `target_noise_clip = 0.5` (noise on the target actor's action) and
 //! `policy_delay = 2`: the critics step every update, the actor every
 //! second (counted over the whole run, so rounds of an odd `n_batches`
-//! alternate). The targets still move once per round, as DDPG's do here
-//! (baselines' schedule, where the TD3 paper moves them after every actor
-//! step by τ = 0.005): a round's target step already lags the networks
-//! by `n_batches` updates, and with `policy_delay = 1`, one critic and no
-//! noise the agent is exactly DDPG.
+//! alternate). The targets move once per round in which the actor
+//! stepped: after every second round when each round is one update
+//! (`train_every = step`, `n_batches = 1`), as the TD3 paper and
+//! Stable-Baselines3 move them with the actor; once per round of many
+//! updates, as DDPG's do here (baselines' schedule). With
+//! `policy_delay = 1`, one critic and no noise the agent is exactly DDPG.
 //!
 //! # SAC
 //!
