@@ -117,6 +117,8 @@ class PendulumConfig(_Config):
     max_episode_steps: int
     terminate_on_success: bool
     clip_actions: bool
+    goal_angle_range: list[float]
+    goal_speed_range: list[float]
 
 class _Env(Generic[_C]):
     """What every env class has. ``step`` takes a 1-D float32 array; errors raise ValueError / RuntimeError."""
