@@ -93,7 +93,7 @@ use crate::actor_critic::{
 };
 use crate::check;
 use crate::her::{
-    HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch, sample_batch,
+    HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
     sample_batch_with_playing, sample_episode,
 };
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
@@ -934,19 +934,15 @@ impl<E: GoalEnv> Ddpg<E> {
             let settings = self.settings();
             actor_stepped |= settings.update_actor;
             self.transitions.clear();
-            let (n, batch) = (self.config.batch_size, &mut self.transitions);
-            match playing {
-                Some(playing) => sample_batch_with_playing(
-                    &self.buffer,
-                    playing,
-                    &self.her,
-                    n,
-                    &self.env,
-                    &mut rng,
-                    batch,
-                ),
-                None => sample_batch(&self.buffer, &self.her, n, &self.env, &mut rng, batch),
-            }
+            sample_batch_with_playing(
+                &self.buffer,
+                playing,
+                &self.her,
+                self.config.batch_size,
+                &self.env,
+                &mut rng,
+                &mut self.transitions,
+            );
             self.prepare_batch(&mut rng)?;
             let stats = self.networks.update(&self.net_batch, &settings, reducer)?;
             tally.networks.add(stats);

@@ -600,16 +600,11 @@ pub fn sample_batch<R: Rng + ?Sized, G: GoalReward + ?Sized>(
     rng: &mut R,
     batch: &mut TransitionBatch,
 ) {
-    for _ in 0..n {
-        let Some((index, t)) = buffer.sample_transition(rng) else {
-            return;
-        };
-        push_transition(batch, buffer.episode(index), t, config, goals, rng);
-    }
+    sample_batch_with_playing(buffer, None, config, n, goals, rng, batch);
 }
 
-/// [`sample_batch`] over the buffer and the episode still being played,
-/// drawn from as if it were stored last: what an env step adds is replayed
+/// [`sample_batch`] over the buffer and the episode still being played
+/// (if any), drawn from as if it were stored last: what an env step adds is replayed
 /// from the next gradient step on, as in Stable-Baselines3's and CleanRL's
 /// buffers without HER. The playing episode's transitions keep their own
 /// goals: hindsight goals wait for its end, as in Stable-Baselines3's HER
@@ -624,30 +619,34 @@ pub fn sample_batch<R: Rng + ?Sized, G: GoalReward + ?Sized>(
 /// let mut batch = TransitionBatch::default();
 /// let mut rng = shoal_rl_core::rng_from_seed(0);
 /// let reach = WithinDistance { threshold: 0.05 };
-/// sample_batch_with_playing(&buffer, &playing, &HerConfig::default(), 8, &reach, &mut rng, &mut batch);
+/// sample_batch_with_playing(&buffer, Some(&playing), &HerConfig::default(), 8, &reach, &mut rng, &mut batch);
 /// // The empty buffer has nothing to give; the step just played is there.
 /// assert_eq!(batch.actions, vec![0.3; 8]);
 /// ```
 pub fn sample_batch_with_playing<R: Rng + ?Sized, G: GoalReward + ?Sized>(
     buffer: &ReplayBuffer,
-    playing: &Episode,
+    playing: Option<&Episode>,
     config: &HerConfig,
     n: usize,
     goals: &G,
     rng: &mut R,
     batch: &mut TransitionBatch,
 ) {
-    let (stored, total) = (buffer.transitions(), buffer.transitions() + playing.len());
+    let stored = buffer.transitions();
+    let total = stored + playing.map_or(0, Episode::len);
     if total == 0 {
         return;
     }
     for _ in 0..n {
         let draw = rng.random_range(0..total as u64) as usize;
-        if draw < stored {
-            let (index, t) = buffer.transition_at(draw);
-            push_transition(batch, buffer.episode(index), t, config, goals, rng);
-        } else {
-            push_with_goal(batch, playing, draw - stored, None, config, goals);
+        match playing {
+            Some(playing) if draw >= stored => {
+                push_with_goal(batch, playing, draw - stored, None, config, goals);
+            }
+            _ => {
+                let (index, t) = buffer.transition_at(draw);
+                push_transition(batch, buffer.episode(index), t, config, goals, rng);
+            }
         }
     }
 }
@@ -754,7 +753,15 @@ mod tests {
         let n = 4_000;
         let mut batch = TransitionBatch::default();
         let mut rng = rng_from_seed(8);
-        sample_batch_with_playing(&buffer, &playing, &config, n, &Line, &mut rng, &mut batch);
+        sample_batch_with_playing(
+            &buffer,
+            Some(&playing),
+            &config,
+            n,
+            &Line,
+            &mut rng,
+            &mut batch,
+        );
         assert_eq!(batch.len(), n);
         let from_playing: Vec<usize> = (0..n).filter(|&i| batch.actions[i] == 0.9).collect();
         let share = from_playing.len() as f64 / n as f64;
@@ -778,7 +785,15 @@ mod tests {
         let empty = ReplayBuffer::new(DIMS, 100).unwrap();
         let unplayed = Episode::start(DIMS, &[0.0], &[0.0]);
         let mut none = TransitionBatch::default();
-        sample_batch_with_playing(&empty, &unplayed, &config, 5, &Line, &mut rng, &mut none);
+        sample_batch_with_playing(
+            &empty,
+            Some(&unplayed),
+            &config,
+            5,
+            &Line,
+            &mut rng,
+            &mut none,
+        );
         assert!(none.is_empty());
     }
 

@@ -1249,7 +1249,6 @@ mod tests {
         let eval_length = |cfg: &RunConfig| {
             let mut learner = crate::make_learner(cfg, 0, 1.0).unwrap();
             let report = learner.evaluate(4, 3).unwrap();
-            learner.learn(1).unwrap();
             (
                 report.length_mean,
                 learner.learn(1).unwrap().episode_lengths,
