@@ -7,6 +7,7 @@ Run by hand (not in CI), in a virtual environment of its own:
     cargo build --release                              # target/release/shoal
 
     # Arm push: SB3 DDPG + HerReplayBuffer against `shoal train push-ddpg-her`
+    # (or --algo sac: SB3 SAC + HER against `shoal train push-sac-her`)
     python benches/python/sb3_vs_shoal.py push --seeds 0 1 2 --episodes 6000 \\
         --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
     # Worm: SB3 TD3 (or --algo sac, ppo) with RL Zoo's Swimmer settings against
@@ -46,6 +47,17 @@ action L2 penalty (1.0), critic targets clipped to [−1/(1−γ), 0], and
 relabelled transitions that reach their goal marked terminal;
 ``--sb3-baselines-extras`` gives it the first two (runner
 ``sb3-ddpg-her-extras``).
+
+SB3 SAC + HER (``--algo sac`` on push) gets push-sac-her's values the same
+way: the networks, batch, schedule, γ, buffer and HER of DDPG above, twin
+critics, the temperature learned toward an entropy of −|A| from α = 1, no
+random actions and no added noise (SAC samples its policy), and the
+targets moved by τ = 0.05 once per round (``target_update_interval`` = 40:
+SB3 moves them at the round's first gradient step, shoal after its last).
+RL Zoo trains Fetch push with TQC (sb3-contrib) at batch 2 048 on 3 × 512
+networks, one gradient step per env step: some 50× the arithmetic per
+episode of these settings, days of CPU for 6 000 episodes, so it is not
+offered here.
 """
 
 from __future__ import annotations
@@ -72,13 +84,15 @@ WORM_FALLBACK_TARGET_RETURN = 200.0
 # --------------------------------------------------------------- SB3 ----
 
 def sb3_push(
-    seed: int, episodes: int, eval_every: int, eval_episodes: int, log, baselines_extras: bool = False
+    seed: int, episodes: int, eval_every: int, eval_episodes: int, log, baselines_extras: bool = False,
+    algo: str = "ddpg",
 ) -> None:
-    """SB3 DDPG + HerReplayBuffer on shoal/ArmPush-v0 with push-ddpg-her's
-    hyperparameters; ``baselines_extras`` adds baselines' critic-target
-    clipping and action L2 penalty, which SB3's DDPG does not have."""
+    """SB3 DDPG (or SAC) + HerReplayBuffer on shoal/ArmPush-v0 with
+    push-ddpg-her's (push-sac-her's) hyperparameters; ``baselines_extras``
+    adds baselines' critic-target clipping and action L2 penalty, which
+    SB3's DDPG does not have."""
     import torch
-    from stable_baselines3 import DDPG, HerReplayBuffer
+    from stable_baselines3 import DDPG, SAC, HerReplayBuffer
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.noise import NormalActionNoise
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -157,9 +171,7 @@ def sb3_push(
         norm_obs=True, norm_reward=False, clip_obs=5.0, gamma=0.98,
     )
     env.seed(seed)
-    model = RandomEpsDDPG(
-        "MultiInputPolicy",
-        env,
+    shared = dict(
         learning_rate=1e-3,
         buffer_size=1_000_000,
         learning_starts=0,
@@ -168,13 +180,28 @@ def sb3_push(
         gamma=0.98,
         train_freq=(2, "episode"),
         gradient_steps=40,
-        action_noise=NormalActionNoise(np.zeros(4), 0.2 * np.ones(4)),
         replay_buffer_class=HerReplayBuffer,
         replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
-        policy_kwargs=dict(net_arch=[256, 256, 256]),
         seed=seed,
         device="cpu",
     )
+    if algo == "sac":
+        model = SAC(
+            "MultiInputPolicy",
+            env,
+            ent_coef="auto_1.0",
+            target_update_interval=40,
+            policy_kwargs=dict(net_arch=[256, 256, 256], n_critics=2),
+            **shared,
+        )
+    else:
+        model = RandomEpsDDPG(
+            "MultiInputPolicy",
+            env,
+            action_noise=NormalActionNoise(np.zeros(4), 0.2 * np.ones(4)),
+            policy_kwargs=dict(net_arch=[256, 256, 256]),
+            **shared,
+        )
     eval_env = VecNormalize(
         DummyVecEnv([lambda: gym.make("shoal/ArmPush-v0")]),
         norm_obs=True, norm_reward=False, clip_obs=5.0, training=False,
@@ -398,7 +425,8 @@ def main() -> None:
     parser.add_argument("--env-steps", type=int, default=1_000_000, help="worm: SB3 env steps")
     parser.add_argument("--worm-eval-every", type=int, default=20_000, help="worm: SB3 env steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--algo", choices=["td3", "sac", "ppo"], default="td3", help="worm: SB3 algorithm")
+    parser.add_argument("--algo", choices=["ddpg", "td3", "sac", "ppo"],
+                        help="SB3 algorithm: push ddpg (default) or sac; worm td3 (default), sac or ppo")
     parser.add_argument("--shoal-preset", default="worm-reinforce",
                         help="worm: the shoal preset (worm-reinforce, worm-ppo, worm-td3, worm-sac, ...)")
     parser.add_argument("--shoal-bin", help="release `shoal` binary; without it only SB3 runs")
@@ -414,6 +442,12 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rewrite summary.md and curves.png from <out>/<task>")
     args = parser.parse_args()
+    algos = {"push": ("ddpg", "sac"), "worm": ("td3", "sac", "ppo")}[args.task]
+    args.algo = args.algo or algos[0]
+    if args.algo not in algos:
+        parser.error(f"--algo {args.algo} is not offered for {args.task} (choose from {', '.join(algos)})")
+    if args.sb3_baselines_extras and args.algo != "ddpg":
+        parser.error("--sb3-baselines-extras applies to SB3's DDPG only")
     if args.report_only:
         report(args.out, args.task)
         return
@@ -439,9 +473,9 @@ def main() -> None:
     for seed in args.seeds:
         if args.task == "push":
             if not args.skip_sb3:
-                name = "sb3-ddpg-her-extras" if args.sb3_baselines_extras else "sb3-ddpg-her"
+                name = f"sb3-{args.algo}-her" + ("-extras" if args.sb3_baselines_extras else "")
                 sb3_push(seed, args.episodes, args.eval_every, args.eval_episodes, logger(f"{name}-seed{seed}"),
-                         baselines_extras=args.sb3_baselines_extras)
+                         baselines_extras=args.sb3_baselines_extras, algo=args.algo)
             if args.shoal_bin:
                 sets = [
                     f"train.episodes={args.episodes}",
@@ -454,7 +488,8 @@ def main() -> None:
                     'algo.her_strategy="future"',
                     *args.shoal_set,
                 ]
-                shoal_rl_run(args.shoal_bin, "push-ddpg-her", seed, args.out, sets, logger(f"shoal-ddpg-her-seed{seed}"))
+                shoal_rl_run(args.shoal_bin, f"push-{args.algo}-her", seed, args.out, sets,
+                             logger(f"shoal-{args.algo}-her-seed{seed}"))
         else:
             if not args.skip_sb3:
                 sb3_worm(seed, args.algo, args.env_steps, args.worm_eval_every, args.eval_episodes,
