@@ -96,6 +96,13 @@ pub struct UpdateSettings {
     /// `policy_delay`-th; on the others the gradient holds the critics'
     /// part only and the actor stays as it is.
     pub update_actor: bool,
+    /// Take the actor's gradient on the critics after their step in this
+    /// update, as Fujimoto et al.'s TD3, Stable-Baselines3's TD3 and SAC
+    /// and the HAC authors' code do; false: on the critics before it, in
+    /// one pass with theirs, as OpenAI baselines' DDPG does. With it,
+    /// averaging workers exchange two messages per update (the critics'
+    /// gradient, then the actor's) instead of one.
+    pub actor_after_critic: bool,
 }
 
 impl UpdateSettings {
@@ -109,8 +116,18 @@ impl UpdateSettings {
             target_policy_noise: 0.0,
             target_noise_clip: 0.0,
             update_actor: true,
+            actor_after_critic: false,
         }
     }
+}
+
+/// Which networks a flat gradient holds: actor ‖ critics (‖ log α), the
+/// critics alone, or the actor (‖ log α) alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Parts {
+    All,
+    Critics,
+    Actor,
 }
 
 /// A batch in network units: inputs already normalised, actions in `[-1, 1]`.
@@ -542,14 +559,32 @@ impl ActorCritic {
     /// actor ‖ critic 1 ‖ critic 2 ‖ … (‖ log α for SAC), without the
     /// actor's (and log α's) part when `settings.update_actor` is false.
     /// The actor's gradient uses the critics before their step, as
-    /// baselines does.
+    /// baselines does ([`ActorCritic::update`] with
+    /// [`UpdateSettings::actor_after_critic`] takes it after).
     pub fn gradients(
         &mut self,
         batch: &NetBatch,
         settings: &UpdateSettings,
     ) -> Result<(Vec<f32>, UpdateStats)> {
         let n = self.check_batch(batch, settings)?;
+        let (critic_grads, mut stats) = self.critic_gradients(batch, settings, n);
+        if !settings.update_actor {
+            return Ok((critic_grads, stats));
+        }
+        let (mut grads, log_alpha_grad) = self.actor_gradients(batch, settings, n, &mut stats);
+        grads.extend(critic_grads);
+        grads.extend(log_alpha_grad);
+        Ok((grads, stats))
+    }
 
+    /// The critics' gradients, critic 1 ‖ critic 2 ‖ …, with the critic
+    /// loss and mean Q in the stats.
+    fn critic_gradients(
+        &mut self,
+        batch: &NetBatch,
+        settings: &UpdateSettings,
+        n: usize,
+    ) -> (Vec<f32>, UpdateStats) {
         // ---- critic target y = r + γ·(1 − done)·V(s'), clipped ----
         // DDPG/TD3: V(s') = min_i Q'_i(s', ã'), ã' = π'(s') (+ clipped
         // noise); SAC: the soft value (sac.rs). No gradient flows into the
@@ -623,15 +658,25 @@ impl ActorCritic {
             offset += critic_sizes[i];
         }
 
-        let mut stats = UpdateStats {
+        let stats = UpdateStats {
             critic_loss: critic_loss / self.critics.len() as f64,
             q_mean,
             ..UpdateStats::default()
         };
-        if !settings.update_actor {
-            return Ok((critic_grads, stats));
-        }
-        let grads = match &self.actor {
+        (critic_grads, stats)
+    }
+
+    /// The actor's gradient (and log α's, with SAC's temperature) on the
+    /// critics as they are now, with the actor's loss (and α and the
+    /// temperature loss) in `stats`.
+    fn actor_gradients(
+        &mut self,
+        batch: &NetBatch,
+        settings: &UpdateSettings,
+        n: usize,
+        stats: &mut UpdateStats,
+    ) -> (Vec<f32>, Option<f32>) {
+        match &self.actor {
             // ---- DDPG's actor: maximise Q_1(s, π(s)), penalise large actions ----
             // The critic is held fixed: only dQ/da goes back, into π.
             TrainedActor::Deterministic { actor, .. } => {
@@ -655,13 +700,13 @@ impl ActorCritic {
                         -slope / n as f32
                     })
                     .collect();
-                let mut d_input = vec![0.0f32; input.len()];
+                let width = self.input_dim + act_dim;
+                let mut d_input = vec![0.0f32; n * width];
                 critic_tape.backward(critic.params(), &d_q, None, Some(&mut d_input));
                 // loss = −mean(Q) + l2·mean(π²); through π = tanh(u).
                 let l2 = settings.action_l2;
                 let count = (n * act_dim) as f32;
                 let mut squares = 0.0f64;
-                let width = self.input_dim + act_dim;
                 let d_u: Vec<f32> = pi
                     .iter()
                     .enumerate()
@@ -675,8 +720,7 @@ impl ActorCritic {
                 stats.actor_loss = Some(-q_sum / n as f64 + l2 as f64 * squares / count as f64);
                 let mut grads = vec![0.0f32; actor.params().len()];
                 actor_tape.backward(actor.params(), &d_u, Some(&mut grads), None);
-                grads.extend(critic_grads);
-                grads
+                (grads, None)
             }
             // ---- SAC's actor and temperature (sac.rs) ----
             TrainedActor::Gaussian(actor) => {
@@ -689,13 +733,9 @@ impl ActorCritic {
                 stats.actor_loss = Some(step.actor_loss);
                 stats.alpha = Some(temperature.alpha() as f64);
                 stats.temperature_loss = Some(step.temperature_loss);
-                let mut grads = step.actor_grads;
-                grads.extend(critic_grads);
-                grads.push(step.log_alpha_grad);
-                grads
+                (step.actor_grads, Some(step.log_alpha_grad))
             }
-        };
-        Ok((grads, stats))
+        }
     }
 
     /// Parameter counts: the actor's, then each critic's (then log α's 1
@@ -713,18 +753,34 @@ impl ActorCritic {
     /// (critics only when `settings.update_actor` is false, as
     /// [`ActorCritic::gradients`] made it).
     pub fn apply(&mut self, grads: &mut [f32], settings: &UpdateSettings) -> Result<()> {
+        let parts = if settings.update_actor {
+            Parts::All
+        } else {
+            Parts::Critics
+        };
+        self.step(grads, parts)
+    }
+
+    /// One Adam step of `parts` from their flat gradient, in the order of
+    /// [`ActorCritic::sizes`]; nothing changes when it fails.
+    fn step(&mut self, grads: &mut [f32], parts: Parts) -> Result<()> {
         let sizes = self.sizes();
         let critic_sizes = &sizes[1..1 + self.critics.len()];
-        let expected: usize = if settings.update_actor {
-            sizes.iter().sum()
-        } else {
-            critic_sizes.iter().sum()
+        let (with_actor, with_critics) = match parts {
+            Parts::All => (true, true),
+            Parts::Critics => (false, true),
+            Parts::Actor => (true, false),
         };
+        let actor_size = sizes[0] + usize::from(self.temperature.is_some());
+        let expected = usize::from(with_actor) * actor_size
+            + usize::from(with_critics) * critic_sizes.iter().sum::<usize>();
         if grads.len() != expected {
-            let networks = match (settings.update_actor, self.temperature.is_some()) {
-                (false, _) => "critics",
-                (true, false) => "actor and critics",
-                (true, true) => "actor, critics and log α",
+            let networks = match (parts, self.temperature.is_some()) {
+                (Parts::Critics, _) => "critics",
+                (Parts::All, false) => "actor and critics",
+                (Parts::All, true) => "actor, critics and log α",
+                (Parts::Actor, false) => "actor",
+                (Parts::Actor, true) => "actor and log α",
             };
             return Err(Error::Shape(format!(
                 "gradient has {} values, {networks} have {expected}",
@@ -734,17 +790,19 @@ impl ActorCritic {
         let (mut actor, mut critics) = (self.actor.clone(), self.critics.clone());
         let mut temperature = self.temperature.clone();
         let mut rest = grads;
-        if settings.update_actor {
+        if with_actor {
             let (part, tail) = rest.split_at_mut(sizes[0]);
             actor.step(part)?;
             rest = tail;
         }
-        for (critic, &size) in critics.iter_mut().zip(critic_sizes) {
-            let (part, tail) = rest.split_at_mut(size);
-            critic.step(part)?;
-            rest = tail;
+        if with_critics {
+            for (critic, &size) in critics.iter_mut().zip(critic_sizes) {
+                let (part, tail) = rest.split_at_mut(size);
+                critic.step(part)?;
+                rest = tail;
+            }
         }
-        if let (true, Some(temperature)) = (settings.update_actor, temperature.as_mut()) {
+        if let (true, Some(temperature)) = (with_actor, temperature.as_mut()) {
             temperature.step(rest)?;
         }
         self.acting = actor.frozen();
@@ -755,16 +813,33 @@ impl ActorCritic {
         Ok(())
     }
 
-    /// Gradients on `batch`, averaged through `reducer` (one message), then one step.
+    /// Gradients on `batch`, averaged through `reducer`, then a step: one
+    /// message and one step of everything, or, with
+    /// [`UpdateSettings::actor_after_critic`] on an update that steps the
+    /// actor, the critics' gradient averaged and stepped first and the
+    /// actor's (and log α's) then taken on the stepped critics, averaged
+    /// and stepped. Should the second message fail, the critics have
+    /// stepped and the actor has not; the error ends the run.
     pub fn update(
         &mut self,
         batch: &NetBatch,
         settings: &UpdateSettings,
         reducer: &mut dyn MeanReducer,
     ) -> Result<UpdateStats> {
-        let (mut grads, stats) = self.gradients(batch, settings)?;
+        if !(settings.actor_after_critic && settings.update_actor) {
+            let (mut grads, stats) = self.gradients(batch, settings)?;
+            reducer.mean(&mut grads)?;
+            self.apply(&mut grads, settings)?;
+            return Ok(stats);
+        }
+        let n = self.check_batch(batch, settings)?;
+        let (mut critic_grads, mut stats) = self.critic_gradients(batch, settings, n);
+        reducer.mean(&mut critic_grads)?;
+        self.step(&mut critic_grads, Parts::Critics)?;
+        let (mut grads, log_alpha_grad) = self.actor_gradients(batch, settings, n, &mut stats);
+        grads.extend(log_alpha_grad);
         reducer.mean(&mut grads)?;
-        self.apply(&mut grads, settings)?;
+        self.step(&mut grads, Parts::Actor)?;
         Ok(stats)
     }
 
@@ -1054,65 +1129,97 @@ mod tests {
         check_against_f64(None, true, 2, 0.6);
     }
 
-    /// Networks with `critics` critics whose targets differ from them, the
-    /// losses and gradients against [`losses64`]; without target networks
-    /// the oracle bootstraps from the online parameters (held fixed: no
-    /// gradient flows into y). `noise` is TD3's smoothing σ (0: none), with
-    /// a clip of 0.5 that the draws below exceed in both directions.
-    fn check_against_f64(bound: Option<f32>, target_networks: bool, critics: usize, noise: f32) {
-        let config = ActorCriticConfig {
-            input_dim: 2,
-            act_dim: 1,
-            hidden: vec![3],
-            actor_lr: 1e-3,
-            critic_lr: 1e-3,
-            max_grad_norm: None,
-            value_bound: bound,
-            critics,
-            actor: ActorKind::Deterministic,
-            temperature: TemperatureConfig::default(),
-        };
-        let mut networks = ActorCritic::new(&config, 11);
-        let target: Vec<f32> = networks.parameters();
-        assert_eq!(target.len(), ACTOR64 + critics * CRITIC64);
-        // A zero step marks the networks trained (Adam moves nothing on a
-        // zero gradient), so new parameters leave the targets where they are.
-        let every = UpdateSettings::ddpg(0.9, 0.0, None);
-        networks
-            .apply(&mut vec![0.0; target.len()], &every)
-            .unwrap();
-        let online: Vec<f32> = target
-            .iter()
-            .enumerate()
-            .map(|(i, p)| p + 0.3 * ((i as f32 * 1.7).sin()))
-            .collect();
-        networks.set_parameters(&online).unwrap();
-        assert!(networks.target_parameters() == target);
+    /// The networks, batch and settings the f64 oracle checks: `critics`
+    /// critics of input 2, action 1, hidden [3], whose online parameters
+    /// differ from their targets; `noise` is TD3's smoothing σ (0: none),
+    /// with a clip of 0.5 that the batch's draws exceed in both directions.
+    struct F64Case {
+        networks: ActorCritic,
+        online: Vec<f32>,
+        target: Vec<f32>,
+        batch: NetBatch,
+        settings: UpdateSettings,
+    }
 
-        // Rewards of −1/0 as in the goal tasks; row 1 ends its episode and
-        // row 2's target rises above the clip's 0.
-        let batch = NetBatch {
-            inputs: vec![0.4, -0.7, -0.2, 0.9, 1.1, 0.3],
-            next_inputs: vec![0.5, -0.6, 2.0, 2.0, 1.0, 0.6],
-            actions: vec![0.3, -0.8, 0.6],
-            rewards: vec![-1.0, 0.0, 1.5],
-            terminals: vec![false, true, false],
-            next_action_noise: if noise > 0.0 {
-                vec![1.3, -0.4, -2.5]
-            } else {
-                Vec::new()
-            },
-            action_noise: Vec::new(),
-        };
-        let settings = UpdateSettings {
-            gamma: 0.9,
-            action_l2: 0.7,
-            target_clip: Some((-10.0, 0.0)),
-            target_networks,
-            target_policy_noise: noise,
-            target_noise_clip: 0.5,
-            update_actor: true,
-        };
+    impl F64Case {
+        fn new(
+            bound: Option<f32>,
+            target_networks: bool,
+            critics: usize,
+            noise: f32,
+            critic_lr: f64,
+        ) -> F64Case {
+            let config = ActorCriticConfig {
+                input_dim: 2,
+                act_dim: 1,
+                hidden: vec![3],
+                actor_lr: 1e-3,
+                critic_lr,
+                max_grad_norm: None,
+                value_bound: bound,
+                critics,
+                actor: ActorKind::Deterministic,
+                temperature: TemperatureConfig::default(),
+            };
+            let mut networks = ActorCritic::new(&config, 11);
+            let target: Vec<f32> = networks.parameters();
+            assert_eq!(target.len(), ACTOR64 + critics * CRITIC64);
+            // A zero step marks the networks trained (Adam moves nothing on a
+            // zero gradient), so new parameters leave the targets where they are.
+            let every = UpdateSettings::ddpg(0.9, 0.0, None);
+            networks
+                .apply(&mut vec![0.0; target.len()], &every)
+                .unwrap();
+            let online: Vec<f32> = target
+                .iter()
+                .enumerate()
+                .map(|(i, p)| p + 0.3 * ((i as f32 * 1.7).sin()))
+                .collect();
+            networks.set_parameters(&online).unwrap();
+            assert!(networks.target_parameters() == target);
+
+            // Rewards of −1/0 as in the goal tasks; row 1 ends its episode and
+            // row 2's target rises above the clip's 0.
+            let batch = NetBatch {
+                inputs: vec![0.4, -0.7, -0.2, 0.9, 1.1, 0.3],
+                next_inputs: vec![0.5, -0.6, 2.0, 2.0, 1.0, 0.6],
+                actions: vec![0.3, -0.8, 0.6],
+                rewards: vec![-1.0, 0.0, 1.5],
+                terminals: vec![false, true, false],
+                next_action_noise: if noise > 0.0 {
+                    vec![1.3, -0.4, -2.5]
+                } else {
+                    Vec::new()
+                },
+                action_noise: Vec::new(),
+            };
+            let settings = UpdateSettings {
+                gamma: 0.9,
+                action_l2: 0.7,
+                target_clip: Some((-10.0, 0.0)),
+                target_networks,
+                target_policy_noise: noise,
+                target_noise_clip: 0.5,
+                update_actor: true,
+                actor_after_critic: false,
+            };
+            F64Case {
+                networks,
+                online,
+                target,
+                batch,
+                settings,
+            }
+        }
+    }
+
+    /// [`F64Case`]'s losses and gradients against [`losses64`]; without
+    /// target networks the oracle bootstraps from the online parameters
+    /// (held fixed: no gradient flows into y).
+    fn check_against_f64(bound: Option<f32>, target_networks: bool, critics: usize, noise: f32) {
+        let case = F64Case::new(bound, target_networks, critics, noise, 1e-3);
+        let (mut networks, batch, settings) = (case.networks, case.batch, case.settings);
+        let (online, target) = (case.online, case.target);
         let (grads, stats) = networks.gradients(&batch, &settings).unwrap();
 
         let online64: Vec<f64> = online.iter().map(|&p| p as f64).collect();
@@ -1156,6 +1263,78 @@ mod tests {
                 "parameter {k}: gradient {g} against {expected}"
             );
         }
+    }
+
+    /// A reducer that keeps what it is given to average, message by message.
+    #[derive(Default)]
+    struct Recorder(Vec<Vec<f32>>);
+
+    impl MeanReducer for Recorder {
+        fn mean(&mut self, values: &mut [f32]) -> Result<()> {
+            self.0.push(values.to_vec());
+            Ok(())
+        }
+    }
+
+    /// TD3's update in the order of Fujimoto et al.'s code and SB3: the
+    /// critics' gradient (message 1) is the f64 oracle's at the start; the
+    /// actor's (message 2) is the oracle's on the critics *after* their
+    /// step, and not the one-pass gradient on the critics before it (a
+    /// large critic step size makes the two differ).
+    #[test]
+    fn actor_after_critic_takes_the_actors_gradient_on_the_stepped_critics_in_f64() {
+        let case = F64Case::new(None, true, 2, 0.6, 0.05);
+        let (mut networks, batch) = (case.networks, case.batch);
+        let settings = UpdateSettings {
+            actor_after_critic: true,
+            ..case.settings
+        };
+        let (one_pass, _) = networks.clone().gradients(&batch, &case.settings).unwrap();
+        let mut messages = Recorder::default();
+        let stats = networks.update(&batch, &settings, &mut messages).unwrap();
+        let [critic_message, actor_message] = &messages.0[..] else {
+            panic!("{} messages, not 2", messages.0.len());
+        };
+        assert_eq!(critic_message.len(), 2 * CRITIC64);
+        assert_eq!(actor_message.len(), ACTOR64);
+        assert!(
+            critic_message[..] == one_pass[ACTOR64..],
+            "critics first, as in one pass"
+        );
+
+        let after = networks.parameters();
+        assert!(after[..ACTOR64] != case.online[..ACTOR64], "actor stepped");
+        assert!(
+            after[ACTOR64..] != case.online[ACTOR64..],
+            "critics stepped"
+        );
+        let target64: Vec<f64> = case.target.iter().map(|&p| p as f64).collect();
+        // The actor as it was, the critics as they are after their step.
+        let mixed: Vec<f64> = case.online[..ACTOR64]
+            .iter()
+            .chain(&after[ACTOR64..])
+            .map(|&p| p as f64)
+            .collect();
+        let actor_loss = |p: &[f64]| losses64(p, &target64, &batch, &settings, None, 2).1;
+        assert!((stats.actor_loss.unwrap() - actor_loss(&mixed)).abs() < 1e-5);
+        let mut apart = 0;
+        for k in 0..ACTOR64 {
+            let h = 1e-6;
+            let at = |delta: f64| {
+                let mut p = mixed.clone();
+                p[k] += delta;
+                actor_loss(&p)
+            };
+            let expected = (at(h) - at(-h)) / (2.0 * h);
+            let tolerance = 1e-4 * (1.0 + expected.abs());
+            let g = actor_message[k] as f64;
+            assert!(
+                (g - expected).abs() < tolerance,
+                "parameter {k}: {g} against {expected}"
+            );
+            apart += usize::from((one_pass[k] as f64 - expected).abs() > 10.0 * tolerance);
+        }
+        assert!(apart > 0, "the one-pass gradient would pass too: no test");
     }
 
     #[test]
@@ -1202,6 +1381,7 @@ mod tests {
         // The actor's update steps it too, from the gradient of both parts.
         let stepping = UpdateSettings {
             update_actor: true,
+            actor_after_critic: false,
             ..delayed
         };
         let stats = networks.update(&batch, &stepping, &mut Alone).unwrap();

@@ -180,6 +180,12 @@ pub struct DdpgConfig {
     /// The target smoothing noise is clipped to ±this, in `[-1, 1]` action
     /// units (TD3: 0.5). Default 0.5.
     pub target_noise_clip: f64,
+    /// Take the actor's gradient on the critics after their step in the
+    /// same update, as Fujimoto et al.'s TD3 and Stable-Baselines3's TD3
+    /// and SAC do; false: on the critics before it, as OpenAI baselines'
+    /// DDPG + HER does. Averaging workers exchange two messages per update
+    /// with it. Default false.
+    pub actor_after_critic: bool,
     /// The actor: `deterministic` (DDPG, TD3) or `gaussian`, SAC's squashed
     /// Gaussian actor (no target actor; it explores by sampling itself,
     /// evaluates `tanh` of its mean, and an entropy term with temperature α
@@ -244,6 +250,7 @@ impl Default for DdpgConfig {
             policy_delay: 1,
             target_policy_noise: 0.0,
             target_noise_clip: 0.5,
+            actor_after_critic: false,
             actor: ActorKind::Deterministic,
             init_alpha: 1.0,
             target_entropy: None,
@@ -867,6 +874,7 @@ impl<E: GoalEnv> Ddpg<E> {
             target_policy_noise: self.config.target_policy_noise as f32,
             target_noise_clip: self.config.target_noise_clip as f32,
             update_actor: (self.updates + 1).is_multiple_of(self.config.policy_delay as u64),
+            actor_after_critic: self.config.actor_after_critic,
             ..UpdateSettings::ddpg(
                 gamma,
                 self.config.action_l2 as f32,
@@ -1388,6 +1396,24 @@ mod tests {
     }
 
     #[test]
+    fn the_actor_after_the_critic_step_is_another_run_that_repeats_exactly() {
+        let run = |config: DdpgConfig| {
+            let mut learner = agent(config, 8);
+            learner.learn(4).unwrap();
+            (learner.parameters(), comparable(&learner))
+        };
+        for base in [small_td3(), small_sac()] {
+            let after = DdpgConfig {
+                actor_after_critic: true,
+                ..base.clone()
+            };
+            let stepped_first = run(after.clone());
+            assert!(run(after) == stepped_first);
+            assert!(run(base).0 != stepped_first.0);
+        }
+    }
+
+    #[test]
     fn td3_steps_the_actor_on_every_second_update_of_the_run() {
         let mut learner = agent(small_td3(), 0);
         let steps_actor: Vec<bool> = (0..5)
@@ -1470,6 +1496,16 @@ mod tests {
     #[test]
     fn two_averaging_sac_workers_keep_identical_networks_temperature_and_normalisers() {
         assert_workers_agree(small_sac());
+    }
+
+    #[test]
+    fn two_averaging_workers_agree_with_the_actor_after_the_critic_step() {
+        for base in [small_td3(), small_sac()] {
+            assert_workers_agree(DdpgConfig {
+                actor_after_critic: true,
+                ..base
+            });
+        }
     }
 
     fn assert_workers_agree(config: DdpgConfig) {

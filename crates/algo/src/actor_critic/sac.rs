@@ -387,6 +387,7 @@ mod tests {
             target_policy_noise: 0.0,
             target_noise_clip: 0.0,
             update_actor: true,
+            actor_after_critic: false,
         };
         networks
             .apply(&mut vec![0.0; start.len()], &settings)

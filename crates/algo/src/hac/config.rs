@@ -78,6 +78,11 @@ pub struct HacConfig {
     /// transitions (on every worker), as the authors' code does; false:
     /// update from the first episode, sampling with repetition. Default false.
     pub wait_for_batch: bool,
+    /// Take each level's actor gradient on its critic after the critic's
+    /// step in the same update, as the authors' `layer.py` does (`critic.update`,
+    /// then `get_gradients`, then `actor.update`); false: on the critic
+    /// before it, as OpenAI baselines' DDPG does. Default false.
+    pub actor_after_critic: bool,
     /// Weight of the mean squared action in the actor loss; zero, because a
     /// penalty would pull subgoals toward the centre of their range. Default 0.
     pub action_l2: f64,
@@ -156,6 +161,7 @@ impl Default for HacConfig {
             hindsight_goals: HindsightGoals::Future,
             buffer_episodes: None,
             wait_for_batch: false,
+            actor_after_critic: false,
             action_l2: 0.0,
             random_eps: 0.2,
             noise_eps: 0.1,
@@ -378,6 +384,7 @@ impl HacConfig {
     pub(super) fn settings(&self) -> UpdateSettings {
         UpdateSettings {
             target_networks: self.target_networks,
+            actor_after_critic: self.actor_after_critic,
             ..UpdateSettings::ddpg(
                 self.discount() as f32,
                 self.action_l2 as f32,

@@ -637,6 +637,31 @@ fn every_update_steps_with_the_reducers_answer_and_shared_models_agree() {
 }
 
 #[test]
+fn with_the_actor_after_the_critic_step_each_level_sends_two_gradients() {
+    let config = HacConfig {
+        n_batches: 1,
+        ..small()
+    };
+    let after = HacConfig {
+        actor_after_critic: true,
+        ..config.clone()
+    };
+    let mut one_pass = agent(config, 3);
+    one_pass.learn(1).unwrap();
+    // The statistics, then per level the critic's gradient and the actor's.
+    let mut recorded = Recording::identity();
+    let mut stepped_first = agent(after.clone(), 3);
+    stepped_first.learn_averaged(1, &mut recorded).unwrap();
+    assert_eq!(recorded.messages.len(), 1 + 2 * after.levels);
+    let sent: usize = recorded.messages[1..].iter().map(Vec::len).sum();
+    assert_eq!(sent, one_pass.parameters().len());
+    assert!(stepped_first.parameters() != one_pass.parameters());
+    let mut plain = agent(after, 3);
+    plain.learn(1).unwrap();
+    assert!(plain.parameters() == stepped_first.parameters());
+}
+
+#[test]
 fn two_averaging_workers_on_shared_models_stay_identical() {
     let shared = agent(small(), 100).models().clone();
     let results = two_workers(|rank, reducer| {
