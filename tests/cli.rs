@@ -1207,6 +1207,10 @@ const TESTED_PRESETS: &[&str] = &[
     "push-sac-her",
     "worm-td3",
     "worm-sac",
+    "worm7-td3",
+    "worm7-sac",
+    "ball-td3-her",
+    "ball-sac-her",
     "push-far-ddpg-her",
     "push-far-hac",
     "push-hac",
@@ -1313,6 +1317,12 @@ fn preset_push_sac_her_runs_end_to_end() {
     run_preset("push-sac-her", 2, FEW_UPDATES, true);
 }
 
+#[test]
+fn preset_ball_td3_and_sac_her_run_end_to_end() {
+    run_preset("ball-td3-her", 2, FEW_UPDATES, true);
+    run_preset("ball-sac-her", 2, FEW_UPDATES, true);
+}
+
 /// The off-policy worm presets with 20-step episodes, training from the
 /// second episode on small batches.
 const SHORT_OFF_POLICY_WORM: &[&str] = &[
@@ -1323,7 +1333,7 @@ const SHORT_OFF_POLICY_WORM: &[&str] = &[
 
 #[test]
 fn preset_worm_td3_and_sac_run_end_to_end() {
-    for name in ["worm-td3", "worm-sac"] {
+    for name in ["worm-td3", "worm-sac", "worm7-td3", "worm7-sac"] {
         let run = run_preset(name, 3, SHORT_OFF_POLICY_WORM, false);
         let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
         // A gradient step per env step from the second episode on.
