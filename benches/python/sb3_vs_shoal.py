@@ -17,6 +17,13 @@ Run by hand (not in CI), in a virtual environment of its own:
         --algo ppo --shoal-preset worm-ppo --eval-episodes 5 \\
         --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
 
+    # 10^6 worm steps of SB3 TD3/SAC take about 7 hours here: SB3 saves its
+    # model and replay buffer every --checkpoint-every env steps, and the
+    # same command with --resume continues both runners where they stopped
+    # (shoal's run exactly, SB3's from its save: see `Checkpoint`)
+    python benches/python/sb3_vs_shoal.py worm --seeds 0 --algo td3 --shoal-preset worm-td3 \
+        --eval-episodes 5 --shoal-bin target/release/shoal --out runs/sb3-vs-shoal --resume
+
     # On two cores, one runner per core at the same time (what
     # docs/benchmarks.md reports): SB3 alone on core 0, shoal alone on 1.
     python benches/python/sb3_vs_shoal.py push --seeds 0 --cores 0 --out runs/s &
@@ -209,8 +216,13 @@ def sb3_push(
     _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log)
 
 
-def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_episodes: int, log) -> None:
-    """SB3 TD3, SAC or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0."""
+def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_episodes: int, log,
+             checkpoint: Checkpoint | None = None) -> None:
+    """SB3 TD3, SAC or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0.
+
+    With ``checkpoint`` (TD3 and SAC), the model and its replay buffer are
+    saved every ``checkpoint.every`` env steps, and a run that finds a saved
+    one continues from it."""
     import torch
     from stable_baselines3 import PPO, SAC, TD3
     from stable_baselines3.common.monitor import Monitor
@@ -247,17 +259,82 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
             gae_lambda=0.98, seed=seed, device="cpu",
         )
     env.seed(seed)
+    progress = None
+    if checkpoint is not None:
+        progress = checkpoint.restore(model, env)
+        model = checkpoint.model or model
     # Worm episodes are 1000 steps: evaluate every eval_every_steps.
-    _learn(model, env, eval_env, None, eval_every_steps, eval_episodes, seed, log, env_steps=env_steps)
+    _learn(model, env, eval_env, None, eval_every_steps, eval_episodes, seed, log, env_steps=env_steps,
+           checkpoint=checkpoint, progress=progress)
 
 
-def _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log, env_steps=None) -> None:
+class Checkpoint:
+    """An SB3 off-policy run saved as ``<dir>/model.zip``, ``replay.pkl`` and
+    ``progress.json`` (env steps, episodes, last evaluation, wall time and
+    the log's line count), written to a fresh directory and renamed over
+    the old one, so a run stopped at any moment leaves the last whole save.
+
+    A resumed SB3 run is not the uninterrupted one step for step: the
+    env starts a new episode (saves fall on episode ends, as worm episodes
+    are 1 000 steps and ``every`` is a multiple of 1 000), and torch's and
+    numpy's generators are not saved. It is the same learner with the same
+    buffer, optimiser moments and update count, as RL Zoo's
+    ``--trained-agent`` continues one."""
+
+    def __init__(self, directory: Path, every: int, log_path: Path):
+        self.directory, self.every, self.log_path = directory, every, log_path
+        self.model = None
+
+    def restore(self, model, env) -> dict | None:
+        old = self.directory.with_name(self.directory.name + ".old")
+        if old.is_dir() and not self.directory.exists():
+            old.rename(self.directory)  # stopped between save()'s two renames
+        progress_file = self.directory / "progress.json"
+        if not progress_file.is_file():
+            self.log_path.write_text("")
+            return None
+        progress = json.loads(progress_file.read_text())
+        self.model = type(model).load(self.directory / "model.zip", env=env, device="cpu")
+        self.model.load_replay_buffer(self.directory / "replay.pkl")
+        # The saved model holds the old env's last observation: without it,
+        # learn() resets the new env (SB3 would step it unreset).
+        self.model._last_obs = None
+        # Evaluations logged after the save are logged again by the resumed run.
+        lines = self.log_path.read_text().splitlines()[: progress["log_lines"]]
+        self.log_path.write_text("".join(line + "\n" for line in lines))
+        print(f"{self.directory}: resumed at {progress['env_steps']} env steps", flush=True)
+        return progress
+
+    def save(self, model, progress: dict) -> None:
+        import shutil
+
+        fresh = self.directory.with_name(self.directory.name + ".new")
+        if fresh.exists():
+            shutil.rmtree(fresh)
+        fresh.mkdir(parents=True)
+        model.save(fresh / "model.zip")
+        model.save_replay_buffer(fresh / "replay.pkl")
+        progress = dict(progress, log_lines=len(self.log_path.read_text().splitlines()))
+        (fresh / "progress.json").write_text(json.dumps(progress))
+        old = self.directory.with_name(self.directory.name + ".old")
+        if self.directory.exists():
+            self.directory.rename(old)
+        fresh.rename(self.directory)
+        if old.exists():
+            shutil.rmtree(old)
+
+
+def _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log, env_steps=None,
+           checkpoint: Checkpoint | None = None, progress: dict | None = None) -> None:
     """Trains ``model``, evaluating its deterministic policy every ``eval_every``
-    episodes (``episodes`` budget) or env steps (``env_steps`` budget)."""
+    episodes (``episodes`` budget) or env steps (``env_steps`` budget);
+    ``progress`` is a restored checkpoint's, to continue from."""
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecNormalize
 
-    start = time.perf_counter()
+    progress = progress or {"env_steps": 0, "episodes": 0, "evaluated_at": 0, "wall_s": 0.0}
+    # wall_s counts the time spent training, across resumptions.
+    start = time.perf_counter() - progress["wall_s"]
 
     def evaluate(env_steps_now: int, episodes_now: int) -> None:
         if isinstance(env, VecNormalize):
@@ -285,11 +362,24 @@ def _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log,
     class Every(BaseCallback):
         def __init__(self):
             super().__init__()
-            self.episodes = 0
-            self.evaluated_at = 0
+            self.episodes = progress["episodes"]
+            self.evaluated_at = progress["evaluated_at"]
+            self.saved_at = progress["env_steps"]
 
         def progress(self) -> int:
             return self.episodes if env_steps is None else self.num_timesteps
+
+        def _on_rollout_start(self) -> None:
+            # Here the last step is in the buffer and its gradient step
+            # taken: a save holds whole steps.
+            if checkpoint is not None and self.num_timesteps >= self.saved_at + checkpoint.every:
+                self.saved_at = self.num_timesteps
+                checkpoint.save(self.model, {
+                    "env_steps": self.num_timesteps,
+                    "episodes": self.episodes,
+                    "evaluated_at": self.evaluated_at,
+                    "wall_s": time.perf_counter() - start,
+                })
 
         def _on_step(self) -> bool:
             self.episodes += int(np.sum(self.locals["dones"]))
@@ -298,27 +388,51 @@ def _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log,
                 evaluate(self.num_timesteps, self.episodes)
             return env_steps is not None or self.episodes < episodes
 
+    if progress.get("finished"):
+        return
     callback = Every()
     # An episode budget ends through the callback (episodes may end early
     # on success, so 50 steps each is an upper bound).
-    model.learn(total_timesteps=env_steps if env_steps is not None else episodes * 50, callback=callback)
+    total = env_steps if env_steps is not None else episodes * 50
+    # learn() adds num_timesteps to a budget it does not reset.
+    model.learn(total_timesteps=total - progress["env_steps"], callback=callback,
+                reset_num_timesteps=progress["env_steps"] == 0)
     if callback.progress() > callback.evaluated_at:
         evaluate(callback.num_timesteps, callback.episodes)
+    if checkpoint is not None:
+        checkpoint.save(model, {
+            "env_steps": callback.num_timesteps,
+            "episodes": callback.episodes,
+            "evaluated_at": callback.progress(),
+            "wall_s": time.perf_counter() - start,
+            "finished": True,
+        })
 
 
 # ------------------------------------------------------------- shoal ----
 
-def shoal_rl_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str], log) -> None:
-    """`shoal train preset` in a fresh run directory; its eval records, converted."""
+def shoal_rl_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[str], log,
+                 resume: bool = False) -> None:
+    """`shoal train preset` in a fresh run directory (or, with ``resume``,
+    `shoal train --resume` of the one there); its eval records, converted."""
     run_dir = out / f"shoal-rl-run-{preset}-seed{seed}"
-    if run_dir.exists():
-        import shutil
+    summary = run_dir / "summary.json"
+    if resume and summary.is_file() and not json.loads(summary.read_text()).get("interrupted"):
+        cmd = None  # finished
+    elif resume and (run_dir / "checkpoints" / "latest").exists():
+        # The run's config holds the sets; a resumed shoal run repeats the
+        # uninterrupted one exactly.
+        cmd = [shoal_bin, "train", "--resume", str(run_dir), "--quiet"]
+    else:
+        if run_dir.exists():
+            import shutil
 
-        shutil.rmtree(run_dir)
-    cmd = [shoal_bin, "train", preset, "--seed", str(seed), "--out", str(run_dir), "--quiet"]
-    for s in sets:
-        cmd += ["--set", s]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            shutil.rmtree(run_dir)
+        cmd = [shoal_bin, "train", preset, "--seed", str(seed), "--out", str(run_dir), "--quiet"]
+        for s in sets:
+            cmd += ["--set", s]
+    if cmd is not None:
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     for line in (run_dir / "metrics.jsonl").read_text().splitlines():
         record = json.loads(line)
         if record["kind"] == "eval":
@@ -439,6 +553,11 @@ def main() -> None:
                         help="torch threads (default 1: shoal's learner uses one core; more threads "
                              "on a busy machine made SB3 many times slower)")
     parser.add_argument("--out", type=Path, default=Path("runs/sb3-vs-shoal"))
+    parser.add_argument("--resume", action="store_true",
+                        help="worm, TD3 and SAC: continue the runs in <out> from their last saves "
+                             "(shoal's exactly, SB3's from its model and buffer); without it, runs start afresh")
+    parser.add_argument("--checkpoint-every", type=int, default=50_000,
+                        help="worm, TD3 and SAC: SB3 env steps between saves (a multiple of 1 000)")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rewrite summary.md and curves.png from <out>/<task>")
     args = parser.parse_args()
@@ -448,6 +567,10 @@ def main() -> None:
         parser.error(f"--algo {args.algo} is not offered for {args.task} (choose from {', '.join(algos)})")
     if args.sb3_baselines_extras and args.algo != "ddpg":
         parser.error("--sb3-baselines-extras applies to SB3's DDPG only")
+    if args.resume and (args.task != "worm" or args.algo == "ppo"):
+        parser.error("--resume applies to worm with --algo td3 or sac")
+    if args.checkpoint_every <= 0 or args.checkpoint_every % 1000:
+        parser.error("--checkpoint-every must be a positive multiple of 1000 (worm episodes are 1000 steps)")
     if args.report_only:
         report(args.out, args.task)
         return
@@ -459,9 +582,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     (args.out / args.task).mkdir(parents=True, exist_ok=True)
 
-    def logger(name: str):
+    def logger(name: str, fresh: bool = True):
         path = args.out / args.task / f"{name}.jsonl"
-        path.write_text("")
+        if fresh:
+            path.write_text("")
 
         def log(record: dict) -> None:
             with path.open("a") as f:
@@ -492,8 +616,17 @@ def main() -> None:
                              logger(f"shoal-{args.algo}-her-seed{seed}"))
         else:
             if not args.skip_sb3:
+                name = f"sb3-{args.algo}-seed{seed}"
+                checkpoint = None
+                if args.algo != "ppo":
+                    checkpoint = Checkpoint(args.out / args.task / f"{name}.save", args.checkpoint_every,
+                                            args.out / args.task / f"{name}.jsonl")
+                    if not args.resume and checkpoint.directory.exists():
+                        import shutil
+
+                        shutil.rmtree(checkpoint.directory)
                 sb3_worm(seed, args.algo, args.env_steps, args.worm_eval_every, args.eval_episodes,
-                         logger(f"sb3-{args.algo}-seed{seed}"))
+                         logger(name, fresh=checkpoint is None), checkpoint=checkpoint)
             if args.shoal_bin:
                 # Worm episodes are 1 000 steps: the same budget and
                 # evaluation points as SB3's, in episodes.
@@ -505,7 +638,7 @@ def main() -> None:
                 ]
                 runner = args.shoal_preset.removeprefix("worm-")
                 shoal_rl_run(args.shoal_bin, args.shoal_preset, seed, args.out, sets,
-                          logger(f"shoal-{runner}-seed{seed}"))
+                             logger(f"shoal-{runner}-seed{seed}"), resume=args.resume)
 
     report(args.out, args.task)
 
