@@ -429,8 +429,9 @@ impl TrainedPolicy {
     }
 
     /// An action drawn with `rng` as the learner explored (PPO's and
-    /// REINFORCE's Beta or Gaussian); DDPG's actor is deterministic and
-    /// gives [`TrainedPolicy::act`]'s action.
+    /// REINFORCE's Beta or Gaussian, SAC's squashed Gaussian); DDPG's and
+    /// TD3's actors are deterministic and give [`TrainedPolicy::act`]'s
+    /// action.
     pub fn sample(&self, obs: &[f32], rng: &mut dyn shoal_rl_core::rand::Rng) -> Result<Vec<f32>> {
         self.policy.try_sample(obs, rng)
     }
