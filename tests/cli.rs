@@ -768,6 +768,67 @@ fn every_strategy_gives_the_same_run_on_threads_and_processes() {
 }
 
 #[test]
+fn td3_and_sac_give_the_same_run_on_threads_and_processes() {
+    // The off-policy learners take both strategies that apply to them (a
+    // gather needs a batch algorithm); TD3's smoothing noise and SAC's
+    // draws come from each worker's seeded round generator, and averaging
+    // with the critics first sends two messages per update.
+    let dir = scratch("backends-off-policy");
+    for kind in ["td3", "sac"] {
+        for strategy in ["averaging", "pool"] {
+            for actor_after_critic in [false, true] {
+                let mut runs = Vec::new();
+                for backend in ["threads", "processes"] {
+                    let out_dir = format!("{kind}-{strategy}-{actor_after_critic}-{backend}");
+                    let out = shoal_args(
+                        &[
+                            "train",
+                            "toy-ddpg-her",
+                            "--out",
+                            &out_dir,
+                            "--quiet",
+                            "--workers",
+                            "2",
+                            "--backend",
+                            backend,
+                            "--set",
+                            &format!("algo.kind=\"{kind}\""),
+                            "--set",
+                            &format!("algo.actor_after_critic={actor_after_critic}"),
+                            "--set",
+                            &format!("parallel.strategy=\"{strategy}\""),
+                            "--set",
+                            "train.episodes=8",
+                            "--set",
+                            "train.eval_every=4",
+                            "--set",
+                            "train.eval_episodes=2",
+                        ],
+                        &dir,
+                    );
+                    assert!(
+                        out.status.success(),
+                        "{kind}, {strategy} on {backend}: {}",
+                        stderr(&out)
+                    );
+                    let records = records(&dir.join(&out_dir));
+                    assert!(
+                        records.iter().any(|r| r["kind"] == "eval"),
+                        "{kind}, {strategy}: the run evaluated"
+                    );
+                    runs.push((records, summary_without_wall(&dir.join(&out_dir))));
+                }
+                assert!(
+                    runs[0] == runs[1],
+                    "{kind}, {strategy}, actor_after_critic = {actor_after_critic}: \
+                     threads and processes differ"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn pool_metrics_name_the_winner_and_every_candidate() {
     let dir = scratch("pool-metrics");
     let out = train_tiny(
