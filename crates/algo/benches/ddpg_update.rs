@@ -1,5 +1,6 @@
-//! Criterion benches of DDPG: one update (batch 256, two 256-unit hidden layers, actor + critic)
-//! and drawing one HER batch of 256 from a full-sized replay buffer.
+//! Criterion benches of DDPG: one update (batch 256, two 256-unit hidden layers, actor + critic;
+//! then TD3's and SAC's with twin critics) and drawing one HER batch of 256 from a full-sized
+//! replay buffer.
 
 use std::hint::black_box;
 
@@ -67,6 +68,50 @@ fn bench_update(c: &mut Criterion) {
     c.bench_function("ddpg/act_batch1", |b| {
         b.iter(|| black_box(networks.act(black_box(&input))))
     });
+
+    // TD3 and SAC at the same sizes: twin critics; TD3's smoothing noise
+    // and SAC's draws at s and s' come with the batch.
+    let mut rng = rng_from_seed(3);
+    let mut batch = batch;
+    let mut normals = || {
+        (0..BATCH * ACT)
+            .map(|_| rng.sample::<f32, _>(rand_distr::StandardNormal))
+            .collect::<Vec<_>>()
+    };
+    batch.next_action_noise = normals();
+    batch.action_noise = normals();
+    for (name, actor) in [
+        (
+            "td3/update_batch256_hidden256x256",
+            ActorKind::Deterministic,
+        ),
+        ("sac/update_batch256_hidden256x256", ActorKind::Gaussian),
+    ] {
+        let mut networks = ActorCritic::new(
+            &ActorCriticConfig {
+                critics: 2,
+                actor,
+                ..config.clone()
+            },
+            0,
+        );
+        let mut settings = UpdateSettings::ddpg(0.98, 0.0, None);
+        let mut batch = batch.clone();
+        if actor == ActorKind::Deterministic {
+            settings.target_policy_noise = 0.2;
+            settings.target_noise_clip = 0.5;
+            batch.action_noise.clear(); // only SAC draws at s
+        }
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                black_box(
+                    networks
+                        .update(black_box(&batch), &settings, &mut Alone)
+                        .unwrap(),
+                )
+            })
+        });
+    }
 }
 
 /// One HAC level's update as the authors run it: batch 1 024, 3 × 64 ReLU

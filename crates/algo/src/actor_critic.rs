@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_rl_policy::{
     Critic, CriticConfig, MlpTape, Trained, critic_head, fast_tanh_in_place, flatten,
-    rows_to_tensor, training_device,
+    training_device,
 };
 
 use actors::TrainedActor;
@@ -339,8 +339,9 @@ pub(crate) fn in_old_layout(bytes: &[u8], version: u32) -> Vec<u8> {
 /// The tapes an [`ActorCritic`] runs its MLPs on, buffers kept across updates.
 #[derive(Clone)]
 struct Tapes {
-    /// The deterministic actor's (online and target alike); none for SAC's.
-    actor: Option<MlpTape>,
+    /// The actor's MLP: the deterministic one's (online and target alike)
+    /// or the Gaussian one's under its head.
+    actor: MlpTape,
     /// One per critic (online and target alike).
     critics: Vec<MlpTape>,
 }
@@ -365,16 +366,13 @@ fn critic_input(inputs: &[f32], actions: &[f32], rows: usize) -> Vec<f32> {
 pub struct ActorCritic {
     input_dim: usize,
     act_dim: usize,
-    /// Autodiff device for updates.
-    device: Device,
-    /// The same device without autodiff, for targets and acting.
+    /// The device without autodiff the acting copy runs on.
     plain: Device,
     actor: TrainedActor,
     critics: Vec<Trained<Critic>>,
     /// The target critics' parameters, flat.
     target_critics: Vec<Vec<f32>>,
-    /// Hand-run passes of the deterministic actor's and each critic's MLP
-    /// (burn's autodiff serves SAC's Gaussian actor alone).
+    /// Hand-run passes of the actor's and each critic's MLP.
     tapes: Tapes,
     /// `H` of the critics' bounded head (see [`critic_head`]), if bounded.
     value_bound: Option<f32>,
@@ -409,12 +407,10 @@ impl ActorCritic {
             })
             .collect();
         let tapes = Tapes {
-            actor: match &actor {
-                TrainedActor::Deterministic { actor, .. } => {
-                    Some(MlpTape::new(actor.module().shape()))
-                }
-                TrainedActor::Gaussian(_) => None,
-            },
+            actor: MlpTape::new(match &actor {
+                TrainedActor::Deterministic { actor, .. } => actor.module().shape(),
+                TrainedActor::Gaussian(actor) => actor.module().shape(),
+            }),
             critics: critics.iter().map(|c| MlpTape::new(c.shape())).collect(),
         };
         let temperature = (config.actor == ActorKind::Gaussian).then(|| {
@@ -439,7 +435,6 @@ impl ActorCritic {
                 .map(|c| Trained::adam(c, config.critic_lr, config.max_grad_norm))
                 .collect(),
             temperature,
-            device,
             stepped: false,
         }
     }
@@ -597,13 +592,8 @@ impl ActorCritic {
                 } else {
                     actor.params()
                 };
-                let tape = self
-                    .tapes
-                    .actor
-                    .as_mut()
-                    .expect("a deterministic actor's tape");
                 let next_actions = Self::next_actions(
-                    tape,
+                    &mut self.tapes.actor,
                     params,
                     &batch.next_inputs,
                     &batch.next_action_noise,
@@ -681,11 +671,7 @@ impl ActorCritic {
             // The critic is held fixed: only dQ/da goes back, into π.
             TrainedActor::Deterministic { actor, .. } => {
                 let act_dim = self.act_dim;
-                let actor_tape = self
-                    .tapes
-                    .actor
-                    .as_mut()
-                    .expect("a deterministic actor's tape");
+                let actor_tape = &mut self.tapes.actor;
                 let mut pi = actor_tape.forward(actor.params(), &batch.inputs).to_vec();
                 fast_tanh_in_place(&mut pi);
                 let critic = &self.critics[0];
@@ -723,15 +709,10 @@ impl ActorCritic {
                 (grads, None)
             }
             // ---- SAC's actor and temperature (sac.rs) ----
-            TrainedActor::Gaussian(actor) => {
-                let temperature = self
-                    .temperature
-                    .as_ref()
-                    .expect("a Gaussian actor comes with its temperature");
-                let inputs = rows_to_tensor(&batch.inputs, self.input_dim, &self.device);
-                let step = self.soft_actor_step(actor, temperature, inputs, batch, settings);
+            TrainedActor::Gaussian(_) => {
+                let step = self.soft_actor_step(batch, settings, n);
                 stats.actor_loss = Some(step.actor_loss);
-                stats.alpha = Some(temperature.alpha() as f64);
+                stats.alpha = self.alpha();
                 stats.temperature_loss = Some(step.temperature_loss);
                 (step.actor_grads, Some(step.log_alpha_grad))
             }

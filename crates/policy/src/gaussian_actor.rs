@@ -113,6 +113,140 @@ impl GaussianActor {
         );
         action.into_data().try_to_vec().expect("f32 tensor")
     }
+
+    /// The shape of the MLP under the head, for running it by hand on the
+    /// actor's flat parameters ([`crate::MlpTape`], then [`SquashedSample`]).
+    pub fn shape(&self) -> crate::MlpShape {
+        self.mlp.shape()
+    }
+}
+
+/// [`GaussianActor::sample`] on flat rows, by hand, with its backward pass:
+/// the squashed head on an MLP's output rows `μ ‖ raw log σ` that a
+/// [`crate::MlpTape`] computed. The SAC update runs it without burn's
+/// autodiff, which costs many times the arithmetic at these sizes
+/// ([`crate::MlpTape`]'s reasons); the tests hold it to `sample`.
+///
+/// ```
+/// use shoal_rl_policy::SquashedSample;
+/// // One row, one action component: μ = 0.3, raw log σ = −1, ε = 0.5.
+/// let sample = SquashedSample::new(&[0.3, -1.0], &[0.5], 1);
+/// let u = 0.3 + (-1.0f32).exp() * 0.5;
+/// assert!((sample.actions()[0] - u.tanh()).abs() < 1e-6);
+/// // d(a)/d(μ) = 1 − a², d(a)/d(log σ) = (1 − a²)·σ·ε:
+/// let d_out = sample.backward(&[1.0], &[0.0]);
+/// let slope = 1.0 - u.tanh().powi(2);
+/// assert!((d_out[0] - slope).abs() < 1e-6);
+/// assert!((d_out[1] - slope * (-1.0f32).exp() * 0.5).abs() < 1e-6);
+/// ```
+#[derive(Clone, Debug)]
+pub struct SquashedSample {
+    act_dim: usize,
+    /// `a = tanh(μ + σ·ε)`, rows × act_dim.
+    actions: Vec<f32>,
+    /// `log π(a|s)` per row.
+    log_probs: Vec<f32>,
+    /// `σ·ε` per component: ∂u/∂log σ.
+    sigma_noise: Vec<f32>,
+    /// Whether the raw log σ was inside the clamp (else its gradient is 0).
+    unclamped: Vec<bool>,
+}
+
+impl SquashedSample {
+    /// The sample for the output rows `out` (`rows × 2·act_dim`, each
+    /// `μ ‖ raw log σ`) and the standard normal draws `noise`
+    /// (`rows × act_dim`).
+    ///
+    /// # Panics
+    /// If the lengths do not fit `act_dim`.
+    pub fn new(out: &[f32], noise: &[f32], act_dim: usize) -> Self {
+        assert!(act_dim > 0, "an action has components");
+        assert_eq!(out.len() % (2 * act_dim), 0, "output rows are μ ‖ log σ");
+        let rows = out.len() / (2 * act_dim);
+        assert_eq!(noise.len(), rows * act_dim, "one draw per action component");
+        let half_ln_two_pi = 0.5 * (2.0 * std::f32::consts::PI).ln();
+        let mut sample = SquashedSample {
+            act_dim,
+            actions: Vec::with_capacity(rows * act_dim),
+            log_probs: Vec::with_capacity(rows),
+            sigma_noise: Vec::with_capacity(rows * act_dim),
+            unclamped: Vec::with_capacity(rows * act_dim),
+        };
+        for (row, eps) in out
+            .chunks_exact(2 * act_dim)
+            .zip(noise.chunks_exact(act_dim))
+        {
+            let (mean, raw_log_std) = row.split_at(act_dim);
+            let mut log_prob = 0.0f32;
+            for ((&mu, &raw), &e) in mean.iter().zip(raw_log_std).zip(eps) {
+                let log_std = raw.clamp(LOG_STD_MIN, LOG_STD_MAX);
+                let sigma_noise = log_std.exp() * e;
+                let a = (mu + sigma_noise).tanh();
+                log_prob +=
+                    -0.5 * e * e - log_std - half_ln_two_pi - (1.0 - a * a + TANH_LOG_EPS).ln();
+                sample.actions.push(a);
+                sample.sigma_noise.push(sigma_noise);
+                sample
+                    .unclamped
+                    .push((LOG_STD_MIN..=LOG_STD_MAX).contains(&raw));
+            }
+            sample.log_probs.push(log_prob);
+        }
+        sample
+    }
+
+    /// The squashed actions, rows × act_dim, in `[-1, 1]`.
+    pub fn actions(&self) -> &[f32] {
+        &self.actions
+    }
+
+    /// `log π(a|s)` of each row's action.
+    pub fn log_probs(&self) -> &[f32] {
+        &self.log_probs
+    }
+
+    /// d loss / d output rows (`μ ‖ raw log σ`, as [`SquashedSample::new`]
+    /// took them) for d loss / d action `d_actions` (rows × act_dim) and
+    /// d loss / d log π `d_log_probs` (one per row), the draws held fixed.
+    ///
+    /// # Panics
+    /// If the lengths do not fit the sample.
+    pub fn backward(&self, d_actions: &[f32], d_log_probs: &[f32]) -> Vec<f32> {
+        let act_dim = self.act_dim;
+        assert_eq!(
+            d_actions.len(),
+            self.actions.len(),
+            "one per action component"
+        );
+        assert_eq!(d_log_probs.len(), self.log_probs.len(), "one per row");
+        let mut d_out = Vec::with_capacity(2 * self.actions.len());
+        for (row, &d_log_prob) in d_log_probs.iter().enumerate() {
+            let span = row * act_dim..(row + 1) * act_dim;
+            // log π holds −ln(1 − a² + ε) for each a, and −log σ.
+            let d_u: Vec<f32> = self.actions[span.clone()]
+                .iter()
+                .zip(&d_actions[span.clone()])
+                .map(|(&a, &d_a)| {
+                    let one_minus_a2 = 1.0 - a * a;
+                    let d_a = d_a + d_log_prob * 2.0 * a / (one_minus_a2 + TANH_LOG_EPS);
+                    d_a * one_minus_a2
+                })
+                .collect();
+            d_out.extend_from_slice(&d_u);
+            for ((d_u, &sigma_noise), &unclamped) in d_u
+                .iter()
+                .zip(&self.sigma_noise[span.clone()])
+                .zip(&self.unclamped[span])
+            {
+                d_out.push(if unclamped {
+                    d_u * sigma_noise - d_log_prob
+                } else {
+                    0.0
+                });
+            }
+        }
+        d_out
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +299,105 @@ mod tests {
         // The deterministic action is tanh of the mean.
         let act = actor.act(&x, &device);
         assert!((act[0] as f64 - out[0].tanh()).abs() < 1e-6);
+    }
+
+    /// The squashed head in f64 from the formula: actions and log π of
+    /// the output rows `out` (μ ‖ raw log σ) and draws `eps`.
+    fn head64(out: &[f64], eps: &[f64], act_dim: usize) -> (Vec<f64>, Vec<f64>) {
+        let (mut actions, mut log_probs) = (Vec::new(), Vec::new());
+        for (row, e) in out.chunks(2 * act_dim).zip(eps.chunks(act_dim)) {
+            let mut log_prob = 0.0;
+            for j in 0..act_dim {
+                let log_std = row[act_dim + j].clamp(-20.0, 2.0);
+                let u = row[j] + log_std.exp() * e[j];
+                let a = u.tanh();
+                let normal = -0.5 * ((u - row[j]) / log_std.exp()).powi(2)
+                    - log_std
+                    - 0.5 * (2.0 * std::f64::consts::PI).ln();
+                log_prob += normal - (1.0 - a * a + 1e-6).ln();
+                actions.push(a);
+            }
+            log_probs.push(log_prob);
+        }
+        (actions, log_probs)
+    }
+
+    #[test]
+    fn the_hand_run_head_and_its_gradient_match_the_formula_in_f64() {
+        let act_dim = 2;
+        // Three rows; the last row's raw log σ lie outside [−20, 2].
+        let out = [
+            0.3f32, -0.7, -1.0, 0.4, //
+            1.9, -2.5, 0.1, -3.0, //
+            0.2, 0.5, 2.5, -25.0,
+        ];
+        let eps = [0.5f32, -1.2, 1.7, 0.3, -0.4, 2.2];
+        let sample = SquashedSample::new(&out, &eps, act_dim);
+        let out64: Vec<f64> = out.iter().map(|&v| v as f64).collect();
+        let eps64: Vec<f64> = eps.iter().map(|&v| v as f64).collect();
+        let (actions, log_probs) = head64(&out64, &eps64, act_dim);
+        for (got, want) in sample.actions().iter().zip(&actions) {
+            assert!((*got as f64 - want).abs() < 1e-6, "{got} vs {want}");
+        }
+        for (got, want) in sample.log_probs().iter().zip(&log_probs) {
+            assert!(
+                (*got as f64 - want).abs() < 1e-4 * (1.0 + want.abs()),
+                "{got} vs {want}"
+            );
+        }
+        // loss = Σ c·a + Σ d·log π, differentiated by central differences.
+        let c = [0.9f64, -0.3, 0.2, 1.1, -0.6, 0.4];
+        let d = [0.7f64, -0.2, 0.5];
+        let loss = |out: &[f64]| {
+            let (a, lp) = head64(out, &eps64, act_dim);
+            a.iter().zip(&c).map(|(a, c)| a * c).sum::<f64>()
+                + lp.iter().zip(&d).map(|(l, d)| l * d).sum::<f64>()
+        };
+        let c32: Vec<f32> = c.iter().map(|&v| v as f32).collect();
+        let d32: Vec<f32> = d.iter().map(|&v| v as f32).collect();
+        let d_out = sample.backward(&c32, &d32);
+        for k in 0..out64.len() {
+            let h = 1e-6;
+            let (mut up, mut down) = (out64.clone(), out64.clone());
+            up[k] += h;
+            down[k] -= h;
+            let numeric = (loss(&up) - loss(&down)) / (2.0 * h);
+            assert!(
+                (d_out[k] as f64 - numeric).abs() < 1e-4 * (1.0 + numeric.abs()),
+                "d loss / d out[{k}]: {} against {numeric}",
+                d_out[k]
+            );
+        }
+        // The clamped log σ take no gradient.
+        assert_eq!(&d_out[10..], &[0.0, 0.0]);
+    }
+
+    #[test]
+    fn the_hand_run_head_draws_what_burn_draws() {
+        let device = default_device();
+        let actor = GaussianActorConfig::new(3, 2)
+            .with_hidden(vec![8])
+            .init(4, &device);
+        let input = [0.2f32, -0.5, 0.9, 1.0, 0.0, -0.3];
+        let noise = [0.4f32, -1.1, 0.0, 2.0];
+        let (actions, log_probs) = actor.sample(
+            rows_to_tensor(&input, 3, &device),
+            rows_to_tensor(&noise, 2, &device),
+        );
+        let mut tape = crate::MlpTape::new(actor.shape());
+        let out = tape.forward(&flatten(&actor), &input).to_vec();
+        let sample = SquashedSample::new(&out, &noise, 2);
+        let actions: Vec<f32> = actions.into_data().try_to_vec().unwrap();
+        let log_probs: Vec<f32> = log_probs.into_data().try_to_vec().unwrap();
+        for (got, want) in sample.actions().iter().zip(&actions) {
+            assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+        }
+        for (got, want) in sample.log_probs().iter().zip(&log_probs) {
+            assert!(
+                (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                "{got} vs {want}"
+            );
+        }
     }
 
     #[test]

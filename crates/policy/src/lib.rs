@@ -57,7 +57,7 @@ pub use beta::{
 pub use critic::{Critic, CriticConfig, critic_head};
 pub use dense::{MlpShape, MlpTape, fast_tanh, fast_tanh_in_place};
 pub use gaussian_actor::{
-    GaussianActor, GaussianActorConfig, LOG_STD_MAX, LOG_STD_MIN, TANH_LOG_EPS,
+    GaussianActor, GaussianActorConfig, LOG_STD_MAX, LOG_STD_MIN, SquashedSample, TANH_LOG_EPS,
 };
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use noise::{ActionNoise, GaussianNoise, NoiseKind, OrnsteinUhlenbeckNoise};

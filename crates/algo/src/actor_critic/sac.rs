@@ -22,9 +22,9 @@
 use burn::module::{Module, Param};
 use burn::tensor::{Tensor, TensorData};
 use shoal_rl_core::Result;
-use shoal_rl_policy::{GaussianActor, Trained, canonicalise, rows_to_tensor, unflatten};
+use shoal_rl_policy::{SquashedSample, Trained, canonicalise, critic_head, unflatten};
 
-use super::{ActorCritic, FrozenActor, NetBatch, UpdateSettings};
+use super::{ActorCritic, NetBatch, TrainedActor, UpdateSettings, critic_input};
 
 /// SAC's entropy temperature α: where it starts and whether it is learned.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -165,6 +165,22 @@ pub(crate) struct SoftActorStep {
 }
 
 impl ActorCritic {
+    /// The trained Gaussian actor's squashed sample at `inputs` with the
+    /// draws `noise`, by hand; its tape keeps the pass for a backward one.
+    fn squashed_sample(&mut self, inputs: &[f32], noise: &[f32]) -> SquashedSample {
+        let TrainedActor::Gaussian(actor) = &self.actor else {
+            unreachable!("SAC's part of the update runs with the Gaussian actor")
+        };
+        let out = self.tapes.actor.forward(actor.params(), inputs);
+        SquashedSample::new(out, noise, self.act_dim)
+    }
+
+    fn learned_temperature(&self) -> &Temperature {
+        self.temperature
+            .as_ref()
+            .expect("a Gaussian actor comes with its temperature")
+    }
+
     /// `min_i Q'_i(s', a') − α·log π(a'|s')` per row, with `a'` drawn from
     /// the online Gaussian actor with the batch's draws at `s'`: the soft
     /// value SAC bootstraps from. No gradient flows into it.
@@ -173,64 +189,103 @@ impl ActorCritic {
         batch: &NetBatch,
         settings: &UpdateSettings,
     ) -> Vec<f32> {
-        let (FrozenActor::Gaussian(actor), Some(temperature)) = (&self.acting, &self.temperature)
-        else {
-            unreachable!("a Gaussian actor comes with its temperature")
-        };
-        let next = rows_to_tensor(&batch.next_inputs, self.input_dim, &self.plain);
-        let noise = rows_to_tensor(&batch.next_action_noise, self.act_dim, &self.plain);
-        let (next_actions, log_probs) = actor.sample(next, noise);
-        let next_actions: Vec<f32> = next_actions.into_data().try_to_vec().expect("f32 tensor");
-        let log_probs: Vec<f32> = log_probs.into_data().try_to_vec().expect("f32 tensor");
-        let alpha = temperature.alpha();
-        self.min_next_q(&batch.next_inputs, &next_actions, settings)
+        let next = self.squashed_sample(&batch.next_inputs, &batch.next_action_noise);
+        let alpha = self.learned_temperature().alpha();
+        self.min_next_q(&batch.next_inputs, next.actions(), settings)
             .into_iter()
-            .zip(log_probs)
+            .zip(next.log_probs())
             .map(|(q, log_prob)| q - alpha * log_prob)
             .collect()
     }
 
     /// SAC's actor gradient (the critics held fixed) and the temperature's,
-    /// at the inputs `s` with the batch's draws at `s`.
+    /// at the batch's inputs `s` with its draws at `s`, for `n` rows.
+    ///
+    /// The loss `mean(α·log π(ã|s) − min_i Q_i(s, ã)) + l2·mean(ã²)` goes
+    /// back through the critic that is the smaller in each row (into ã
+    /// only), then through the squashed head and the actor's MLP.
     pub(super) fn soft_actor_step(
-        &self,
-        actor: &Trained<GaussianActor>,
-        temperature: &Temperature,
-        inputs: Tensor<2>,
+        &mut self,
         batch: &NetBatch,
         settings: &UpdateSettings,
+        n: usize,
     ) -> SoftActorStep {
-        let noise = rows_to_tensor(&batch.action_noise, self.act_dim, &self.device);
-        let (actions, log_probs) = actor.module().sample(inputs.clone(), noise);
-        // min over the critics, their weights without gradient (`no_grad`),
-        // as DDPG's actor loss has it: the gradient flows to π only.
-        let q_min = self
-            .critics
-            .iter()
-            .map(|critic| {
-                critic
-                    .module()
-                    .clone()
-                    .no_grad()
-                    .forward(inputs.clone(), actions.clone())
-            })
-            .reduce(|a, b| a.min_pair(b))
-            .expect("at least one critic");
+        let sample = self.squashed_sample(&batch.inputs, &batch.action_noise);
+        let actions = sample.actions();
+        let act_dim = self.act_dim;
+        let input = critic_input(&batch.inputs, actions, n);
+        // Each critic's Q and slope at (s, ã); the row's smallest Q (the
+        // first critic on a tie) is the one the loss sees.
+        let mut q_min = vec![f32::INFINITY; n];
+        let mut argmin = vec![0usize; n];
+        let mut slopes = Vec::with_capacity(self.critics.len());
+        for (k, critic) in self.critics.iter().enumerate() {
+            let z = self.tapes.critics[k].forward(critic.params(), &input);
+            let mut slope = Vec::with_capacity(n);
+            for (i, &z) in z.iter().enumerate() {
+                let (q, dq_dz) = critic_head(self.value_bound, z);
+                if q < q_min[i] {
+                    (q_min[i], argmin[i]) = (q, k);
+                }
+                slope.push(dq_dz);
+            }
+            slopes.push(slope);
+        }
+        // d loss / d ã: −1/n through the smaller critic, and the L2 term.
+        let l2 = settings.action_l2;
+        let count = (n * act_dim) as f32;
+        let mut d_actions: Vec<f32> = actions.iter().map(|a| 2.0 * l2 * a / count).collect();
+        let width = self.input_dim + act_dim;
+        let mut d_input = vec![0.0f32; n * width];
+        for (k, critic) in self.critics.iter().enumerate() {
+            let d_q: Vec<f32> = (0..n)
+                .map(|i| {
+                    if argmin[i] == k {
+                        -slopes[k][i] / n as f32
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            if d_q.iter().all(|d| *d == 0.0) {
+                continue;
+            }
+            self.tapes.critics[k].backward(critic.params(), &d_q, None, Some(&mut d_input));
+            for (d_a, row) in d_actions
+                .chunks_exact_mut(act_dim)
+                .zip(d_input.chunks_exact(width))
+            {
+                d_a.iter_mut()
+                    .zip(&row[self.input_dim..])
+                    .for_each(|(d, g)| *d += g);
+            }
+        }
+        let temperature = self.learned_temperature();
         let alpha = temperature.alpha();
-        let log_prob_values: Vec<f32> = log_probs
-            .clone()
-            .into_data()
-            .try_to_vec()
-            .expect("f32 tensor");
-        let loss = (log_probs.mul_scalar(alpha) - q_min).mean()
-            + actions.square().mean().mul_scalar(settings.action_l2);
-        let actor_loss = loss.clone().into_scalar::<f32>() as f64;
-        let actor_grads = actor.take_grads(&mut loss.backward());
+        let log_probs = sample.log_probs();
+        let log_alpha_grad = temperature.gradient(log_probs);
+        let temperature_loss = temperature.loss(log_probs);
+        let squares: f64 = actions.iter().map(|a| (a * a) as f64).sum();
+        let actor_loss = log_probs
+            .iter()
+            .zip(&q_min)
+            .map(|(log_prob, q)| (alpha * log_prob - q) as f64)
+            .sum::<f64>()
+            / n as f64
+            + l2 as f64 * squares / count as f64;
+        let d_out = sample.backward(&d_actions, &vec![alpha / n as f32; n]);
+        let TrainedActor::Gaussian(actor) = &self.actor else {
+            unreachable!("SAC's part of the update runs with the Gaussian actor")
+        };
+        let mut actor_grads = vec![0.0f32; actor.params().len()];
+        self.tapes
+            .actor
+            .backward(actor.params(), &d_out, Some(&mut actor_grads), None);
         SoftActorStep {
             actor_grads,
             actor_loss,
-            log_alpha_grad: temperature.gradient(&log_prob_values),
-            temperature_loss: temperature.loss(&log_prob_values),
+            log_alpha_grad,
+            temperature_loss,
         }
     }
 }
