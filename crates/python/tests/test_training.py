@@ -151,6 +151,35 @@ def test_ddpg_with_her_learns_a_users_own_goal_env(tmp_path):
     assert summary(run)["eval_success_rate"] >= 0.5, summary(run)
 
 
+def test_a_sac_policy_loads_acts_with_its_mean_and_samples_its_gaussian(tmp_path):
+    run = shoal_envs.train(
+        "toy-ddpg-her",
+        env="shoal-test/PointGoal-v0",
+        out=tmp_path / "sac",
+        seed=1,
+        episodes=6,
+        train__eval_every=6,
+        train__eval_episodes=2,
+        train__final_eval_episodes=2,
+        **{"algo.kind": "sac"},
+    )
+    assert 'kind = "sac"' in (run / "config.toml").read_text()
+    policy = shoal_envs.load_policy(run, checkpoint="latest", seed=4)
+    # The run's final evaluation acted with tanh of the Gaussian's mean on
+    # its evaluation seeds; the loaded policy repeats those returns.
+    returns = policy.rollout(episodes=2)
+    assert np.mean(returns) == pytest.approx(summary(run)["eval_return_mean"], rel=1e-6)
+    env = policy.make_env()
+    obs, _ = env.reset(seed=0)
+    mean = policy.act(obs)
+    assert np.array_equal(policy.act(obs), mean)
+    drawn = [policy.act(obs, deterministic=False) for _ in range(3)]
+    assert all(env.action_space.contains(a) for a in drawn)
+    assert not np.array_equal(drawn[0], drawn[1]) and not np.array_equal(drawn[0], mean)
+    again = shoal_envs.load_policy(run, checkpoint="latest", seed=4)
+    assert np.array_equal(again.act(obs, deterministic=False), drawn[0]), "seeded draws repeat"
+
+
 def test_a_users_env_that_raises_stops_the_run_with_its_exception_as_the_cause(tmp_path):
     with pytest.raises(RuntimeError, match="the environment failed: gymnasium env `shoal-test/Explodes-v0`: step") as raised:
         shoal_envs.train("toy-ppo", env="shoal-test/Explodes-v0", out=tmp_path / "x")
