@@ -774,38 +774,58 @@ fn td3_and_sac_give_the_same_run_on_threads_and_processes() {
     // draws come from each worker's seeded round generator, and averaging
     // with the critics first sends two messages per update.
     let dir = scratch("backends-off-policy");
+    // A kind switched on a DDPG preset keeps the preset's DDPG values, so
+    // each learner's own keys are named.
+    let own_keys = |kind: &str| -> &'static [&'static str] {
+        match kind {
+            "td3" => &[
+                "algo.n_critics=2",
+                "algo.policy_delay=2",
+                "algo.target_policy_noise=0.2",
+            ],
+            _ => &[
+                "algo.actor=\"gaussian\"",
+                "algo.n_critics=2",
+                "algo.random_eps=0.0",
+                "algo.noise_eps=0.0",
+                "algo.action_l2=0.0",
+                "algo.clip_target=false",
+            ],
+        }
+    };
     for kind in ["td3", "sac"] {
         for strategy in ["averaging", "pool"] {
             for actor_after_critic in [false, true] {
                 let mut runs = Vec::new();
                 for backend in ["threads", "processes"] {
                     let out_dir = format!("{kind}-{strategy}-{actor_after_critic}-{backend}");
-                    let out = shoal_args(
-                        &[
-                            "train",
-                            "toy-ddpg-her",
-                            "--out",
-                            &out_dir,
-                            "--quiet",
-                            "--workers",
-                            "2",
-                            "--backend",
-                            backend,
-                            "--set",
-                            &format!("algo.kind=\"{kind}\""),
-                            "--set",
-                            &format!("algo.actor_after_critic={actor_after_critic}"),
-                            "--set",
-                            &format!("parallel.strategy=\"{strategy}\""),
-                            "--set",
-                            "train.episodes=8",
-                            "--set",
-                            "train.eval_every=4",
-                            "--set",
-                            "train.eval_episodes=2",
-                        ],
-                        &dir,
-                    );
+                    let mut args: Vec<String> = [
+                        "train",
+                        "toy-ddpg-her",
+                        "--out",
+                        &out_dir,
+                        "--quiet",
+                        "--workers",
+                        "2",
+                        "--backend",
+                        backend,
+                    ]
+                    .map(String::from)
+                    .into();
+                    for set in [
+                        format!("algo.kind=\"{kind}\""),
+                        format!("algo.actor_after_critic={actor_after_critic}"),
+                        format!("parallel.strategy=\"{strategy}\""),
+                        "train.episodes=8".into(),
+                        "train.eval_every=4".into(),
+                        "train.eval_episodes=2".into(),
+                    ]
+                    .into_iter()
+                    .chain(own_keys(kind).iter().map(|key| key.to_string()))
+                    {
+                        args.extend(["--set".into(), set]);
+                    }
+                    let out = shoal_args(&args, &dir);
                     assert!(
                         out.status.success(),
                         "{kind}, {strategy} on {backend}: {}",
@@ -815,6 +835,11 @@ fn td3_and_sac_give_the_same_run_on_threads_and_processes() {
                     assert!(
                         records.iter().any(|r| r["kind"] == "eval"),
                         "{kind}, {strategy}: the run evaluated"
+                    );
+                    assert_eq!(
+                        records.iter().any(|r| r.get("charts/alpha").is_some()),
+                        kind == "sac",
+                        "{kind}: SAC, and only SAC, learns a temperature"
                     );
                     runs.push((records, summary_without_wall(&dir.join(&out_dir))));
                 }
