@@ -9,7 +9,7 @@ use shoal_rl_algo::{DdpgConfig, HacConfig};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_parallel::Backend;
 
-use crate::overrides::apply_override_with;
+use crate::overrides::{apply_override_with, overridden_value};
 
 pub use shoal_rl_registry::{EnvConfig, EnvRegistry};
 
@@ -355,8 +355,14 @@ impl Preset {
     /// The preset's config with the names of `registries`: its file over
     /// the defaults of its env, algorithm, budget and parallel settings.
     pub fn config_in(&self, registries: impl Into<Registries>) -> Result<RunConfig> {
-        let registries = registries.into();
+        self.config_with(registries.into(), &[])
+    }
+
+    /// [`Preset::config_in`] with `overrides`' `algo.kind` (if any) in
+    /// place of the preset's, before the keys it leaves out are filled in.
+    fn config_with(&self, registries: Registries, overrides: &[String]) -> Result<RunConfig> {
         let mut tree = self.table();
+        switch_algo_kind(&mut tree, overrides);
         tree.remove("about");
         tree.insert("preset".into(), self.name.into());
         tree.entry("seed").or_insert(toml::Value::Integer(0));
@@ -376,6 +382,29 @@ impl Preset {
     fn table(&self) -> toml::Table {
         toml::from_str(self.toml)
             .unwrap_or_else(|e| panic!("built-in preset {} is malformed: {e}", self.name))
+    }
+}
+
+/// A config file's text as a table, its old keys read as their
+/// successors ([`migrate`]); `origin` names it in errors.
+fn toml_table(text: &str, origin: &str) -> Result<toml::Table> {
+    let malformed =
+        |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
+    let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
+    migrate(&mut tree);
+    Ok(tree)
+}
+
+/// Puts the `algo.kind` that `overrides` name (if any, and a string) into
+/// a config's own table before it is read: the keys the table leaves out
+/// then take the new algorithm's defaults, as if the file had named that
+/// kind. (Switched after reading, they would keep the old kind's: TD3 or
+/// SAC from a DDPG preset would run with one critic and DDPG's actor.)
+fn switch_algo_kind(tree: &mut toml::Table, overrides: &[String]) {
+    if let Some(kind @ toml::Value::String(_)) = overridden_value(overrides, "algo.kind")
+        && let Some(toml::Value::Table(algo)) = tree.get_mut("algo")
+    {
+        algo.insert("kind".into(), kind);
     }
 }
 
@@ -481,10 +510,14 @@ impl RunConfig {
         if source.ends_with(".toml") || Path::new(source).is_file() {
             let text = std::fs::read_to_string(source)
                 .map_err(|e| Error::io(format!("reading config {source}"), e))?;
-            return Self::from_toml_in(&registries, &text, source)?.with_overrides(overrides);
+            let mut tree = toml_table(&text, source)?;
+            switch_algo_kind(&mut tree, overrides);
+            return read_tree(&registries, tree)
+                .map_err(|e| in_context(&format!("{source} is malformed"), e))?
+                .with_overrides(overrides);
         }
         let mut cfg = find_preset(source)?
-            .config_in(&registries)?
+            .config_with(registries, overrides)?
             .with_overrides(overrides)?;
         cfg.follow_workers(overrides);
         Ok(cfg)
@@ -653,12 +686,9 @@ impl RunConfig {
         text: &str,
         origin: &str,
     ) -> Result<RunConfig> {
-        let registries = registries.into();
-        let malformed =
-            |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
-        let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
-        migrate(&mut tree);
-        read_tree(&registries, tree).map_err(|e| in_context(&format!("{origin} is malformed"), e))
+        let tree = toml_table(text, origin)?;
+        read_tree(&registries.into(), tree)
+            .map_err(|e| in_context(&format!("{origin} is malformed"), e))
     }
 
     /// The tables this config's names were read in.
@@ -1062,6 +1092,42 @@ pub fn commented(toml: &str, docs: &[(String, String)]) -> String {
 mod tests {
     use super::*;
     use shoal_rl_algo::ReinforceConfig;
+
+    #[test]
+    fn a_switched_algo_kind_takes_its_own_defaults_for_keys_the_source_leaves_out() {
+        let algo = |source: &str, overrides: &[&str]| {
+            let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+            let cfg = RunConfig::resolve(source, &overrides).unwrap();
+            cfg.to_table()["algo"].as_table().unwrap().clone()
+        };
+        let value = |table: &toml::Table, key: &str| table[key].to_string();
+        // toy-ddpg-her names hidden, batch_size and n_batches only.
+        let sac = algo("toy-ddpg-her", &["algo.kind=\"sac\""]);
+        assert_eq!(value(&sac, "actor"), "\"gaussian\"");
+        assert_eq!(value(&sac, "n_critics"), "2");
+        assert_eq!(value(&sac, "random_eps"), "0.0");
+        assert_eq!(value(&sac, "hidden"), "[64, 64]", "named keys stay");
+        let td3 = algo("toy-ddpg-her", &["algo.kind=\"td3\"", "algo.n_critics=1"]);
+        assert_eq!(value(&td3, "policy_delay"), "2");
+        assert_eq!(value(&td3, "target_policy_noise"), "0.2");
+        assert_eq!(value(&td3, "n_critics"), "1", "later overrides still apply");
+        // A config file: the keys it names stay, the others are the new kind's.
+        let dir = std::env::temp_dir().join(format!("shoal-kind-switch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.toml");
+        std::fs::write(
+            &file,
+            "preset = \"mine\"\nseed = 0\n[env]\nkind = \"point-goal\"\n[algo]\nkind = \"ddpg\"\nn_critics = 1\n",
+        )
+        .unwrap();
+        let from_file = algo(file.to_str().unwrap(), &["algo.kind=\"sac\""]);
+        assert_eq!(value(&from_file, "actor"), "\"gaussian\"");
+        assert_eq!(value(&from_file, "n_critics"), "1");
+        let _ = std::fs::remove_dir_all(&dir);
+        // Without a switch, nothing changes.
+        let ddpg = algo("toy-ddpg-her", &[]);
+        assert_eq!(value(&ddpg, "actor"), "\"deterministic\"");
+    }
 
     #[test]
     fn every_key_of_every_preset_has_a_doc_and_shoal_config_prints_it() {

@@ -103,6 +103,15 @@ fn unknown_key(key: &str) -> Error {
     Error::Config(format!("unknown key `{key}`"))
 }
 
+/// The value the last of `overrides` that sets `key` gives it, if any
+/// (what [`apply_override_with`] would write, before its checks).
+pub fn overridden_value(overrides: &[String], key: &str) -> Option<Value> {
+    overrides.iter().rev().find_map(|assignment| {
+        let (k, raw) = assignment.split_once('=')?;
+        (k.trim() == key).then(|| parse_literal(raw.trim()))
+    })
+}
+
 /// A TOML literal (`3`, `1e-3`, `true`, `[64, 64]`, `"x"`), or the raw text as a string.
 fn parse_literal(raw: &str) -> Value {
     toml::from_str::<Table>(&format!("v = {raw}"))
