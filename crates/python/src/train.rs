@@ -107,7 +107,18 @@ pub fn train(
             .into_owned(),
         _ => preset.to_string(),
     };
-    let mut cfg = RunConfig::resolve_in(&registries, &source, &[]).map_err(|e| raise(py, e))?;
+    // A switched `algo.kind` is read with the source, so the keys the
+    // source leaves out take the new kind's defaults; the other settings
+    // apply after the env below is in place.
+    let kind: Vec<String> = sets
+        .iter()
+        .filter(|set| {
+            set.split_once('=')
+                .is_some_and(|(key, _)| key.trim() == "algo.kind")
+        })
+        .cloned()
+        .collect();
+    let mut cfg = RunConfig::resolve_in(&registries, &source, &kind).map_err(|e| raise(py, e))?;
     if let Some(id) = env {
         let kwargs = match env_kwargs {
             Some(kwargs) => {

@@ -161,19 +161,11 @@ def test_a_sac_policy_loads_acts_with_its_mean_and_samples_its_gaussian(tmp_path
         train__eval_every=6,
         train__eval_episodes=2,
         train__final_eval_episodes=2,
-        # A kind switched on a DDPG preset keeps its DDPG values: SAC's own.
-        **{
-            "algo.kind": "sac",
-            "algo.actor": "gaussian",
-            "algo.n_critics": 2,
-            "algo.random_eps": 0.0,
-            "algo.noise_eps": 0.0,
-            "algo.action_l2": 0.0,
-            "algo.clip_target": False,
-        },
+        # The keys toy-ddpg-her leaves out take SAC's defaults.
+        algo__kind="sac",
     )
     saved = (run / "config.toml").read_text()
-    assert 'kind = "sac"' in saved and 'actor = "gaussian"' in saved
+    assert 'kind = "sac"' in saved and 'actor = "gaussian"' in saved and "n_critics = 2" in saved
     policy = shoal_envs.load_policy(run, checkpoint="latest", seed=4)
     # The run's final evaluation acted with tanh of the Gaussian's mean on
     # its evaluation seeds; the loaded policy repeats those returns.
