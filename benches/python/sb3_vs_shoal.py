@@ -261,8 +261,7 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
     env.seed(seed)
     progress = None
     if checkpoint is not None:
-        progress = checkpoint.restore(model, env)
-        model = checkpoint.model or model
+        model, progress = checkpoint.restore(model, env)
     # Worm episodes are 1000 steps: evaluate every eval_every_steps.
     _learn(model, env, eval_env, None, eval_every_steps, eval_episodes, seed, log, env_steps=env_steps,
            checkpoint=checkpoint, progress=progress)
@@ -283,27 +282,28 @@ class Checkpoint:
 
     def __init__(self, directory: Path, every: int, log_path: Path):
         self.directory, self.every, self.log_path = directory, every, log_path
-        self.model = None
 
-    def restore(self, model, env) -> dict | None:
+    def restore(self, model, env):
+        """``(model, progress)``: the saved model and its progress, or
+        ``model`` as given and ``None`` without a save."""
         old = self.directory.with_name(self.directory.name + ".old")
         if old.is_dir() and not self.directory.exists():
             old.rename(self.directory)  # stopped between save()'s two renames
         progress_file = self.directory / "progress.json"
         if not progress_file.is_file():
             self.log_path.write_text("")
-            return None
+            return model, None
         progress = json.loads(progress_file.read_text())
-        self.model = type(model).load(self.directory / "model.zip", env=env, device="cpu")
-        self.model.load_replay_buffer(self.directory / "replay.pkl")
+        model = type(model).load(self.directory / "model.zip", env=env, device="cpu")
+        model.load_replay_buffer(self.directory / "replay.pkl")
         # The saved model holds the old env's last observation: without it,
         # learn() resets the new env (SB3 would step it unreset).
-        self.model._last_obs = None
+        model._last_obs = None
         # Evaluations logged after the save are logged again by the resumed run.
         lines = self.log_path.read_text().splitlines()[: progress["log_lines"]]
         self.log_path.write_text("".join(line + "\n" for line in lines))
         print(f"{self.directory}: resumed at {progress['env_steps']} env steps", flush=True)
-        return progress
+        return model, progress
 
     def save(self, model, progress: dict) -> None:
         import shutil

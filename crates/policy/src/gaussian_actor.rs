@@ -222,24 +222,24 @@ impl SquashedSample {
         let mut d_out = Vec::with_capacity(2 * self.actions.len());
         for (row, &d_log_prob) in d_log_probs.iter().enumerate() {
             let span = row * act_dim..(row + 1) * act_dim;
-            // log π holds −ln(1 − a² + ε) for each a, and −log σ.
-            let d_u: Vec<f32> = self.actions[span.clone()]
-                .iter()
-                .zip(&d_actions[span.clone()])
-                .map(|(&a, &d_a)| {
-                    let one_minus_a2 = 1.0 - a * a;
-                    let d_a = d_a + d_log_prob * 2.0 * a / (one_minus_a2 + TANH_LOG_EPS);
-                    d_a * one_minus_a2
-                })
-                .collect();
-            d_out.extend_from_slice(&d_u);
-            for ((d_u, &sigma_noise), &unclamped) in d_u
-                .iter()
-                .zip(&self.sigma_noise[span.clone()])
-                .zip(&self.unclamped[span])
-            {
-                d_out.push(if unclamped {
-                    d_u * sigma_noise - d_log_prob
+            // d loss / d u into the row's μ half; log π holds
+            // −ln(1 − a² + ε) for each a, and −log σ.
+            let mean_half = d_out.len();
+            d_out.extend(
+                self.actions[span.clone()]
+                    .iter()
+                    .zip(&d_actions[span.clone()])
+                    .map(|(&a, &d_a)| {
+                        let one_minus_a2 = 1.0 - a * a;
+                        let d_a = d_a + d_log_prob * 2.0 * a / (one_minus_a2 + TANH_LOG_EPS);
+                        d_a * one_minus_a2
+                    }),
+            );
+            for j in 0..act_dim {
+                let k = span.start + j;
+                let d_u = d_out[mean_half + j];
+                d_out.push(if self.unclamped[k] {
+                    d_u * self.sigma_noise[k] - d_log_prob
                 } else {
                     0.0
                 });

@@ -20,6 +20,7 @@ use shoal_rl_core::{Error, StopFlag, rng_from_seed};
 use shoal_rl_eval::CheckpointSelector;
 use shoal_rl_registry::EnvRegistry;
 use shoal_rl_train::config::{EnvConfig, Registries, RunConfig};
+use shoal_rl_train::overrides::assignments_to;
 use shoal_rl_train::{Plan, TrainedPolicy};
 
 use crate::config::from_py;
@@ -110,14 +111,7 @@ pub fn train(
     // A switched `algo.kind` is read with the source, so the keys the
     // source leaves out take the new kind's defaults; the other settings
     // apply after the env below is in place.
-    let kind: Vec<String> = sets
-        .iter()
-        .filter(|set| {
-            set.split_once('=')
-                .is_some_and(|(key, _)| key.trim() == "algo.kind")
-        })
-        .cloned()
-        .collect();
+    let kind: Vec<String> = assignments_to(&sets, "algo.kind").cloned().collect();
     let mut cfg = RunConfig::resolve_in(&registries, &source, &kind).map_err(|e| raise(py, e))?;
     if let Some(id) = env {
         let kwargs = match env_kwargs {

@@ -103,13 +103,25 @@ fn unknown_key(key: &str) -> Error {
     Error::Config(format!("unknown key `{key}`"))
 }
 
+/// The assignments among `overrides` that set `key`, in order.
+pub fn assignments_to<'a>(
+    overrides: &'a [String],
+    key: &'a str,
+) -> impl DoubleEndedIterator<Item = &'a String> {
+    overrides.iter().filter(move |assignment| {
+        assignment
+            .split_once('=')
+            .is_some_and(|(k, _)| k.trim() == key)
+    })
+}
+
 /// The value the last of `overrides` that sets `key` gives it, if any
 /// (what [`apply_override_with`] would write, before its checks).
 pub fn overridden_value(overrides: &[String], key: &str) -> Option<Value> {
-    overrides.iter().rev().find_map(|assignment| {
-        let (k, raw) = assignment.split_once('=')?;
-        (k.trim() == key).then(|| parse_literal(raw.trim()))
-    })
+    let (_, raw) = assignments_to(overrides, key)
+        .next_back()?
+        .split_once('=')?;
+    Some(parse_literal(raw.trim()))
 }
 
 /// A TOML literal (`3`, `1e-3`, `true`, `[64, 64]`, `"x"`), or the raw text as a string.
