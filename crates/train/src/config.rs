@@ -9,7 +9,7 @@ use shoal_rl_algo::{DdpgConfig, HacConfig};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_parallel::Backend;
 
-use crate::overrides::{apply_override_with, overridden_value};
+use crate::overrides::{apply_override_with, assignments_to, overridden_value};
 
 pub use shoal_rl_registry::{EnvConfig, EnvRegistry};
 
@@ -149,7 +149,8 @@ pub struct ParallelConfig {
     /// Pool: `algo.*` overrides by candidate, each written as `--set` takes
     /// it (`[[], ["algo.learning_rate=0.003"]]` gives worker 1 its own
     /// rate); candidates past the end of the list use the run's `algo`
-    /// table. Default none.
+    /// table. Not `algo.kind`: candidates load one another's state. Default
+    /// none.
     pub worker_overrides: Vec<Vec<String>>,
     /// Processes backend: the longest, in seconds, any rank waits for
     /// another inside one collective before the run fails naming it (a
@@ -270,6 +271,19 @@ impl ParallelConfig {
         {
             return Err(Error::Config(format!(
                 "parallel.worker_overrides may set algo.* keys only, got `{key}`"
+            )));
+        }
+        // The pool's candidates load the winner's state, so they must be one
+        // learner with different settings: a kind of its own would have
+        // networks of another shape (refused there only mid-run).
+        if let Some(assignment) = self
+            .worker_overrides
+            .iter()
+            .find_map(|candidate| assignments_to(candidate, "algo.kind").next())
+        {
+            return Err(Error::Config(format!(
+                "parallel.worker_overrides may not change algo.kind (got `{assignment}`): the \
+                 pool's candidates load one another's state, so they train one kind"
             )));
         }
         if let StrategyKind::Custom(name) = &self.strategy

@@ -535,6 +535,15 @@ mod tests {
         );
         assert_eq!(
             refused(
+                &[r#"parallel.worker_overrides=[[], ["algo.gamma=0.9", "algo.kind=\"sac\""]]"#],
+                2
+            ),
+            "invalid configuration: parallel.worker_overrides may not change algo.kind (got \
+             `algo.kind=\"sac\"`): the pool's candidates load one another's state, so they \
+             train one kind"
+        );
+        assert_eq!(
+            refused(
                 &[r#"parallel.worker_overrides=[[], ["algo.gamma=fast"]]"#],
                 2
             ),
