@@ -261,11 +261,6 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
             cfg.preset, cfg.parallel.workers
         )));
     }
-    // Bad per-candidate overrides are refused before a run directory exists.
-    let group = cfg.parallel.pool_group_size.max(1);
-    for candidate in 0..cfg.parallel.worker_overrides.len() {
-        cfg.worker(candidate * group)?;
-    }
     let train = &cfg.train;
     let bad = |message: String| Err(Error::Config(message));
     if !(1..=MAX_EPISODES).contains(&train.episodes) {
@@ -321,11 +316,40 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
     {
         return bad(NO_STOP_TARGET.into());
     }
-    if cfg.parallel.strategy == StrategyKind::Gather {
-        make_rollout_learner(cfg, 0).map(drop)
-    } else {
-        make_learner(cfg, 0, 1.0).map(drop)
+    match cfg.parallel.strategy {
+        StrategyKind::Gather => make_rollout_learner(cfg, 0).map(drop),
+        StrategyKind::Pool => check_pool_candidates(cfg),
+        _ => make_learner(cfg, 0, 1.0).map(drop),
     }
+}
+
+/// Builds the learner of every distinct pool candidate (those
+/// `parallel.worker_overrides` names and the first past its end), so that
+/// whatever their constructors refuse is refused now, and checks that each
+/// takes candidate 0's state: the pool loads the winner's state into every
+/// worker, which otherwise fails at the first winner of another shape, with
+/// the run directory already written.
+fn check_pool_candidates(cfg: &RunConfig) -> Result<()> {
+    let group = cfg.parallel.pool_group_size.max(1);
+    let learner_of = |candidate: usize| {
+        let rank = candidate * group;
+        let (worker_cfg, lr_scale) = cfg.worker(rank)?;
+        make_learner(&worker_cfg, rank, lr_scale)
+    };
+    let first_state = learner_of(0)?.save_state();
+    let distinct = (cfg.parallel.worker_overrides.len() + 1).min(cfg.parallel.candidates());
+    for candidate in 1..distinct {
+        learner_of(candidate)?
+            .load_state(&first_state)
+            .map_err(|e| {
+                Error::Config(format!(
+                    "parallel.worker_overrides of candidate {candidate}: its learner cannot \
+                     take candidate 0's state ({e}); the pool loads the winner's state into \
+                     every worker, so candidates may differ in settings, not in network shapes"
+                ))
+            })?;
+    }
+    Ok(())
 }
 
 /// A run's config and the learner state of its selected checkpoint
@@ -560,6 +584,26 @@ mod tests {
             ),
             "invalid configuration: parallel.worker_overrides of candidate 1: `algo.gamma` \
              expects a float, got `fast`"
+        );
+        // Networks of other sizes: the pool could not load one candidate's
+        // state into another, at its first winner.
+        assert_eq!(
+            refused(
+                &[r#"parallel.worker_overrides=[[], ["algo.hidden=[16]"]]"#],
+                2
+            ),
+            "invalid configuration: parallel.worker_overrides of candidate 1: its learner \
+             cannot take candidate 0's state (shape mismatch: parameter vector has 162 values, \
+             the network has 82); the pool loads the winner's state into every worker, so \
+             candidates may differ in settings, not in network shapes"
+        );
+        // Candidate 0 alone changed: candidate 1 takes the run's table.
+        assert_eq!(
+            refused(&[r#"parallel.worker_overrides=[["algo.hidden=[16]"]]"#], 3),
+            "invalid configuration: parallel.worker_overrides of candidate 1: its learner \
+             cannot take candidate 0's state (shape mismatch: parameter vector has 82 values, \
+             the network has 162); the pool loads the winner's state into every worker, so \
+             candidates may differ in settings, not in network shapes"
         );
         assert!(!std::env::temp_dir().join("shoal-never-created").exists());
         let averaging = RunConfig::resolve(
