@@ -16,7 +16,7 @@ use shoal_rl_parallel::{
     AveragingConfig, GatherConfig, GradientAveraging, GroupPool, Pool, PoolConfig, RolloutGather,
 };
 
-use crate::train::{Plan, StrategySetup, make_learner, make_rollout_learner};
+use crate::train::{Plan, StrategySetup, make_learner, make_pool_learner, make_rollout_learner};
 use crate::{run_spec, run_strategy};
 
 /// What a strategy's entry does with a plan: train it, returning the run
@@ -184,10 +184,7 @@ impl StrategyRegistry {
 /// rates), single workers or averaging groups as candidates.
 fn run_pool(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let cfg = &plan.cfg;
-    let learner = |rank| {
-        let (worker_cfg, lr_scale) = cfg.worker(rank)?;
-        make_learner(&worker_cfg, rank, lr_scale)
-    };
+    let learner = |rank| make_pool_learner(cfg, rank);
     let pool = |setup: &StrategySetup| {
         PoolConfig::new(setup.schedule()).selection_episodes(cfg.parallel.pool_eval_episodes)
     };

@@ -42,6 +42,13 @@ pub fn make_learner(
     (cfg.algos.get(cfg.algo.kind())?.learner)(cfg, rank, lr_scale)
 }
 
+/// The learner of pool worker `rank`: its candidate's `worker_overrides`
+/// laid over `cfg`, at its candidate's learning-rate multiplier.
+pub(crate) fn make_pool_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn GradientLearner>> {
+    let (worker_cfg, lr_scale) = cfg.worker(rank)?;
+    make_learner(&worker_cfg, rank, lr_scale)
+}
+
 /// The learner of worker `rank` for the rollout-gather strategy, which needs
 /// an algorithm that can split collection from update.
 pub fn make_rollout_learner(cfg: &RunConfig, rank: usize) -> Result<Box<dyn RolloutLearner>> {
@@ -331,11 +338,7 @@ pub fn check_config(cfg: &RunConfig) -> Result<()> {
 /// the run directory already written.
 fn check_pool_candidates(cfg: &RunConfig) -> Result<()> {
     let group = cfg.parallel.pool_group_size.max(1);
-    let learner_of = |candidate: usize| {
-        let rank = candidate * group;
-        let (worker_cfg, lr_scale) = cfg.worker(rank)?;
-        make_learner(&worker_cfg, rank, lr_scale)
-    };
+    let learner_of = |candidate: usize| make_pool_learner(cfg, candidate * group);
     let first_state = learner_of(0)?.save_state();
     let distinct = (cfg.parallel.worker_overrides.len() + 1).min(cfg.parallel.candidates());
     for candidate in 1..distinct {
