@@ -103,6 +103,58 @@ pub struct UpdateSettings {
     /// averaging workers exchange two messages per update (the critics'
     /// gradient, then the actor's) instead of one.
     pub actor_after_critic: bool,
+    /// How the actor's gradient passes its `tanh` output bound.
+    pub bound_gradient: BoundGradient,
+    /// Weight of the mean squared pre-activation `u` of the deterministic
+    /// actor's `tanh(u)` in its loss: a pull back from saturation whose
+    /// gradient, unlike the action penalty's, does not vanish there. 0: none.
+    pub preactivation_l2: f32,
+}
+
+/// How the gradient of the deterministic actor's loss passes its `tanh`
+/// output, `a = tanh(u)`.
+///
+/// With `tanh`'s own derivative `1 − a²` a saturated actor cannot leave
+/// the bound: near `±1` every push, outward or back inside, is scaled
+/// toward 0 (2 500× below the centre's at 2·10⁻⁴ from it), so an actor
+/// that a critic once drove into a corner stays there after the critic
+/// changes its mind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BoundGradient {
+    /// `tanh`'s derivative, `dL/du = dL/da · (1 − a²)` (DDPG, TD3, HAC as published).
+    #[default]
+    Tanh,
+    /// Hausknecht & Stone's inverting gradients (2016), on the bounded
+    /// output: a push up is scaled by the room left above, `(1 − a)/2`, a
+    /// push down by the room below, `(1 + a)/2`. Toward a bound the
+    /// gradient still vanishes as the action nears it; back inside it
+    /// passes at nearly full strength from the bound itself.
+    Inverting,
+}
+
+impl BoundGradient {
+    /// `dL/du` for `dL/da` = `d_action` at `a = tanh(u)` = `action`.
+    pub fn pre_activation(self, action: f32, d_action: f32) -> f32 {
+        match self {
+            BoundGradient::Tanh => d_action * (1.0 - action * action),
+            // Descent moves `a` by −dL/da: up when dL/da < 0.
+            BoundGradient::Inverting if d_action < 0.0 => d_action * 0.5 * (1.0 - action),
+            BoundGradient::Inverting => d_action * 0.5 * (1.0 + action),
+        }
+    }
+}
+
+/// An action component counts as at its bound within 1 % of the `[-1, 1]`
+/// range of it (`|a| ≥ 0.98`).
+pub const AT_BOUND: f32 = 0.98;
+
+/// The share of `actions` (in `[-1, 1]`) within 1 % of a bound.
+pub fn share_at_bound(actions: &[f32]) -> f64 {
+    if actions.is_empty() {
+        return 0.0;
+    }
+    actions.iter().filter(|a| a.abs() >= AT_BOUND).count() as f64 / actions.len() as f64
 }
 
 impl UpdateSettings {
@@ -117,6 +169,8 @@ impl UpdateSettings {
             target_noise_clip: 0.0,
             update_actor: true,
             actor_after_critic: false,
+            bound_gradient: BoundGradient::Tanh,
+            preactivation_l2: 0.0,
         }
     }
 }
@@ -169,6 +223,10 @@ pub struct UpdateStats {
     pub alpha: Option<f64>,
     /// SAC's temperature loss `−log α · mean(log π + H̄)`, when `alpha` is there.
     pub temperature_loss: Option<f64>,
+    /// The share of the actor's actions on the batch (SAC: of `tanh` of
+    /// its mean) within 1 % of a bound ([`share_at_bound`]), when the
+    /// update took the actor's gradient.
+    pub actor_at_bound: Option<f64>,
 }
 
 /// Sums of [`UpdateStats`] over a stretch of training, for the means a
@@ -186,6 +244,7 @@ pub(crate) struct UpdateTally {
     temperature_updates: usize,
     alpha: f64,
     temperature_loss: f64,
+    actor_at_bound: f64,
 }
 
 /// Means of a stretch of [`UpdateStats`].
@@ -197,6 +256,9 @@ pub(crate) struct UpdateMeans {
     pub(crate) q_mean: f64,
     /// SAC's mean α and temperature loss; `None` without a temperature.
     pub(crate) temperature: Option<(f64, f64)>,
+    /// Over the updates that stepped the actor: the share of its actions
+    /// within 1 % of a bound (`charts/actor_at_bound`, `level{i}/actor_at_bound`).
+    pub(crate) actor_at_bound: f64,
 }
 
 impl UpdateTally {
@@ -208,6 +270,7 @@ impl UpdateTally {
         if let Some(actor_loss) = stats.actor_loss {
             self.actor_updates += 1;
             self.actor_loss += actor_loss;
+            self.actor_at_bound += stats.actor_at_bound.unwrap_or(0.0);
         }
         if let (Some(alpha), Some(loss)) = (stats.alpha, stats.temperature_loss) {
             self.temperature_updates += 1;
@@ -226,6 +289,7 @@ impl UpdateTally {
             q_mean: self.q_mean / n,
             temperature: (self.temperature_updates > 0)
                 .then(|| (self.alpha / t, self.temperature_loss / t)),
+            actor_at_bound: self.actor_at_bound / self.actor_updates.max(1) as f64,
         }
     }
 }
@@ -672,7 +736,8 @@ impl ActorCritic {
             TrainedActor::Deterministic { actor, .. } => {
                 let act_dim = self.act_dim;
                 let actor_tape = &mut self.tapes.actor;
-                let mut pi = actor_tape.forward(actor.params(), &batch.inputs).to_vec();
+                let pre = actor_tape.forward(actor.params(), &batch.inputs).to_vec();
+                let mut pi = pre.clone();
                 fast_tanh_in_place(&mut pi);
                 let critic = &self.critics[0];
                 let critic_tape = &mut self.tapes.critics[0];
@@ -689,21 +754,34 @@ impl ActorCritic {
                 let width = self.input_dim + act_dim;
                 let mut d_input = vec![0.0f32; n * width];
                 critic_tape.backward(critic.params(), &d_q, None, Some(&mut d_input));
-                // loss = −mean(Q) + l2·mean(π²); through π = tanh(u).
-                let l2 = settings.action_l2;
+                // loss = −mean(Q) + l2·mean(π²) + pre_l2·mean(u²); through
+                // π = tanh(u) as `bound_gradient` says.
+                let (l2, pre_l2) = (settings.action_l2, settings.preactivation_l2);
                 let count = (n * act_dim) as f32;
-                let mut squares = 0.0f64;
+                let (mut squares, mut pre_squares) = (0.0f64, 0.0f64);
                 let d_u: Vec<f32> = pi
                     .iter()
+                    .zip(&pre)
                     .enumerate()
-                    .map(|(k, a)| {
+                    .map(|(k, (a, u))| {
                         squares += (a * a) as f64;
+                        pre_squares += (u * u) as f64;
                         let (row, j) = (k / act_dim, k % act_dim);
                         let d_a = d_input[row * width + self.input_dim + j] + 2.0 * l2 * a / count;
-                        d_a * (1.0 - a * a)
+                        let d_u = settings.bound_gradient.pre_activation(*a, d_a);
+                        if pre_l2 > 0.0 {
+                            d_u + 2.0 * pre_l2 * u / count
+                        } else {
+                            d_u
+                        }
                     })
                     .collect();
-                stats.actor_loss = Some(-q_sum / n as f64 + l2 as f64 * squares / count as f64);
+                stats.actor_loss = Some(
+                    -q_sum / n as f64
+                        + l2 as f64 * squares / count as f64
+                        + pre_l2 as f64 * pre_squares / count as f64,
+                );
+                stats.actor_at_bound = Some(share_at_bound(&pi));
                 let mut grads = vec![0.0f32; actor.params().len()];
                 actor_tape.backward(actor.params(), &d_u, Some(&mut grads), None);
                 (grads, None)
@@ -714,6 +792,7 @@ impl ActorCritic {
                 stats.actor_loss = Some(step.actor_loss);
                 stats.alpha = self.alpha();
                 stats.temperature_loss = Some(step.temperature_loss);
+                stats.actor_at_bound = Some(step.mean_at_bound);
                 (step.actor_grads, Some(step.log_alpha_grad))
             }
         }
@@ -1183,6 +1262,8 @@ mod tests {
                 target_noise_clip: 0.5,
                 update_actor: true,
                 actor_after_critic: false,
+                bound_gradient: BoundGradient::Tanh,
+                preactivation_l2: 0.0,
             };
             F64Case {
                 networks,
@@ -1461,5 +1542,128 @@ mod tests {
             networks.apply(&mut [0.0; 3], &settings),
             Err(Error::Shape(m)) if m.starts_with("gradient has 3 values, actor and critics have ")
         ));
+    }
+
+    /// One input, one action, one hidden layer of 2: the critic set by hand.
+    fn one_action_networks() -> ActorCritic {
+        let config = ActorCriticConfig {
+            input_dim: 1,
+            act_dim: 1,
+            hidden: vec![2],
+            actor_lr: 1e-2,
+            ..small_config(1, ActorKind::Deterministic)
+        };
+        ActorCritic::new(&config, 3)
+    }
+
+    /// The critic `Q(s, a) = a + 2`, rising toward the action's upper bound
+    /// (burn's layout: `w1` `[in = (s, a), hidden]` row-major, `b1`, `w2`, `b2`).
+    const CRITIC_RISING: [f32; 9] = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0];
+    /// The critic `Q(s, a) = −|a − 0.3|`, its maximum inside the box.
+    const CRITIC_PEAK_INSIDE: [f32; 9] = [0.0, 0.0, 1.0, -1.0, -0.3, 0.3, -1.0, -1.0, 0.0];
+
+    /// `updates` actor steps against the fixed critic `critic`; returns the
+    /// mean action over the batch's states afterwards.
+    fn train_actor_against(
+        networks: &mut ActorCritic,
+        critic: &[f32],
+        settings: &UpdateSettings,
+        updates: usize,
+    ) -> f32 {
+        let states: Vec<f32> = (0..8).map(|i| i as f32 / 4.0 - 1.0).collect();
+        let batch = NetBatch {
+            inputs: states.clone(),
+            next_inputs: states.clone(),
+            actions: vec![0.0; 8],
+            rewards: vec![0.0; 8],
+            terminals: vec![true; 8],
+            ..NetBatch::default()
+        };
+        let hold_critic = |networks: &mut ActorCritic| {
+            let mut params = networks.parameters();
+            let actor = params.len() - critic.len();
+            params[actor..].copy_from_slice(critic);
+            networks.set_parameters(&params).unwrap();
+        };
+        for _ in 0..updates {
+            hold_critic(networks);
+            networks.update(&batch, settings, &mut Alone).unwrap();
+        }
+        hold_critic(networks);
+        states.iter().map(|s| networks.act(&[*s])[0]).sum::<f32>() / states.len() as f32
+    }
+
+    /// An actor driven into its upper bound, then asked by its critic to
+    /// come back to 0.3: with `tanh`'s derivative it stays at the bound,
+    /// with inverting gradients it returns.
+    fn pinned_then_released(bound_gradient: BoundGradient) -> (f32, f32) {
+        let settings = UpdateSettings {
+            bound_gradient,
+            ..UpdateSettings::ddpg(0.98, 0.0, None)
+        };
+        let mut networks = one_action_networks();
+        let pinned = train_actor_against(&mut networks, &CRITIC_RISING, &settings, 1_500);
+        let released = train_actor_against(&mut networks, &CRITIC_PEAK_INSIDE, &settings, 400);
+        (pinned, released)
+    }
+
+    #[test]
+    fn a_tanh_actor_pinned_at_its_bound_stays_there_when_the_critic_moves_inside() {
+        let (pinned, released) = pinned_then_released(BoundGradient::Tanh);
+        assert!(pinned > 0.999, "driven to the bound: {pinned}");
+        assert!(
+            released > 0.99,
+            "tanh's vanishing gradient holds it: {released}"
+        );
+    }
+
+    #[test]
+    fn inverting_gradients_bring_a_pinned_actor_back_inside() {
+        let (pinned, released) = pinned_then_released(BoundGradient::Inverting);
+        assert!(pinned > 0.99, "driven to the bound: {pinned}");
+        assert!((released - 0.3).abs() < 0.1, "back near 0.3: {released}");
+    }
+
+    #[test]
+    fn a_preactivation_penalty_keeps_the_actor_off_its_bound() {
+        let settings = UpdateSettings {
+            preactivation_l2: 0.1,
+            ..UpdateSettings::ddpg(0.98, 0.0, None)
+        };
+        let mut networks = one_action_networks();
+        let held = train_actor_against(&mut networks, &CRITIC_RISING, &settings, 1_500);
+        assert!(held < AT_BOUND, "the penalty holds it inside: {held}");
+    }
+
+    #[test]
+    fn inverting_gradients_scale_by_the_room_left_in_the_pushs_direction() {
+        let inverting = BoundGradient::Inverting;
+        // Descent pushes up when dL/da < 0: scaled by (1 − a)/2.
+        assert_eq!(inverting.pre_activation(0.5, -1.0), -0.25);
+        // Down: scaled by (1 + a)/2, so from the bound nearly the whole push.
+        assert_eq!(inverting.pre_activation(0.5, 1.0), 0.75);
+        assert!((inverting.pre_activation(0.999, 1.0) - 0.9995).abs() < 1e-6);
+        assert!(BoundGradient::Tanh.pre_activation(0.999, 1.0) < 0.002);
+        assert_eq!(BoundGradient::Tanh.pre_activation(0.5, -1.0), -0.75);
+        assert_eq!(share_at_bound(&[0.98, -0.99, 0.5, -0.1]), 0.5);
+    }
+
+    #[test]
+    fn the_update_reports_the_share_of_actions_at_their_bound() {
+        let settings = UpdateSettings::ddpg(0.98, 0.0, None);
+        let mut networks = one_action_networks();
+        let batch = NetBatch {
+            inputs: vec![0.5],
+            next_inputs: vec![0.5],
+            actions: vec![0.0],
+            rewards: vec![0.0],
+            terminals: vec![true],
+            ..NetBatch::default()
+        };
+        let fresh = networks.update(&batch, &settings, &mut Alone).unwrap();
+        assert_eq!(fresh.actor_at_bound, Some(0.0));
+        train_actor_against(&mut networks, &CRITIC_RISING, &settings, 1_500);
+        let pinned = networks.update(&batch, &settings, &mut Alone).unwrap();
+        assert_eq!(pinned.actor_at_bound, Some(1.0));
     }
 }

@@ -88,8 +88,8 @@ use shoal_rl_policy::{GoalNormalizer, NoiseKind};
 
 use crate::actor_critic::upgrade_state;
 use crate::actor_critic::{
-    ActorCritic, ActorCriticConfig, ActorKind, FrozenActor, NetBatch, TemperatureConfig,
-    UpdateSettings, UpdateTally,
+    ActorCritic, ActorCriticConfig, ActorKind, BoundGradient, FrozenActor, NetBatch,
+    TemperatureConfig, UpdateSettings, UpdateTally,
 };
 use crate::check;
 use crate::her::{
@@ -186,6 +186,15 @@ pub struct DdpgConfig {
     /// DDPG + HER does. Averaging workers exchange two messages per update
     /// with it. Default false.
     pub actor_after_critic: bool,
+    /// How the actor's gradient passes its `tanh` bound: `tanh`, its own
+    /// derivative, which vanishes at the bound, so an actor driven there
+    /// stays; `inverting`, Hausknecht & Stone's inverting gradients, which
+    /// let a push back inside through at full strength. Default `tanh`.
+    pub bound_gradient: BoundGradient,
+    /// Weight of the mean squared pre-activation `u` of the actor's
+    /// `tanh(u)` in its loss, a pull away from saturation that does not
+    /// vanish there (the action penalty's does). Default 0.
+    pub preactivation_l2: f64,
     /// The actor: `deterministic` (DDPG, TD3) or `gaussian`, SAC's squashed
     /// Gaussian actor (no target actor; it explores by sampling itself,
     /// evaluates `tanh` of its mean, and an entropy term with temperature α
@@ -251,6 +260,8 @@ impl Default for DdpgConfig {
             target_policy_noise: 0.0,
             target_noise_clip: 0.5,
             actor_after_critic: false,
+            bound_gradient: BoundGradient::Tanh,
+            preactivation_l2: 0.0,
             actor: ActorKind::Deterministic,
             init_alpha: 1.0,
             target_entropy: None,
@@ -405,6 +416,9 @@ impl DdpgConfig {
             && self.action_l2 >= 0.0)
         {
             return bad("noise_eps / action_l2", "must be finite and non-negative");
+        }
+        if !(self.preactivation_l2.is_finite() && self.preactivation_l2 >= 0.0) {
+            return bad("preactivation_l2", "must be finite and non-negative");
         }
         if !(self.clip_obs > 0.0 && self.norm_clip > 0.0 && self.norm_eps > 0.0) {
             return bad("clip_obs / norm_clip / norm_eps", "must be positive");
@@ -875,6 +889,8 @@ impl<E: GoalEnv> Ddpg<E> {
             target_noise_clip: self.config.target_noise_clip as f32,
             update_actor: (self.updates + 1).is_multiple_of(self.config.policy_delay as u64),
             actor_after_critic: self.config.actor_after_critic,
+            bound_gradient: self.config.bound_gradient,
+            preactivation_l2: self.config.preactivation_l2 as f32,
             ..UpdateSettings::ddpg(
                 gamma,
                 self.config.action_l2 as f32,
@@ -1025,6 +1041,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 ("losses/critic".to_string(), means.critic_loss),
                 ("losses/actor".to_string(), means.actor_loss),
                 ("charts/q_mean".to_string(), means.q_mean),
+                ("charts/actor_at_bound".to_string(), means.actor_at_bound),
             ]);
             if let Some((alpha, loss)) = means.temperature {
                 report.scalars.extend([

@@ -24,7 +24,7 @@ use burn::tensor::{Tensor, TensorData};
 use shoal_rl_core::Result;
 use shoal_rl_policy::{SquashedSample, Trained, canonicalise, critic_head, unflatten};
 
-use super::{ActorCritic, NetBatch, TrainedActor, UpdateSettings, critic_input};
+use super::{ActorCritic, NetBatch, TrainedActor, UpdateSettings, critic_input, share_at_bound};
 
 /// SAC's entropy temperature α: where it starts and whether it is learned.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -162,17 +162,32 @@ pub(crate) struct SoftActorStep {
     pub(crate) log_alpha_grad: f32,
     /// The temperature loss.
     pub(crate) temperature_loss: f64,
+    /// The share of `tanh(μ(s))` on the batch within 1 % of a bound.
+    pub(crate) mean_at_bound: f64,
 }
 
 impl ActorCritic {
     /// The trained Gaussian actor's squashed sample at `inputs` with the
     /// draws `noise`, by hand; its tape keeps the pass for a backward one.
     fn squashed_sample(&mut self, inputs: &[f32], noise: &[f32]) -> SquashedSample {
+        self.squashed_sample_and_mean(inputs, noise).0
+    }
+
+    /// [`ActorCritic::squashed_sample`] and the share of the squashed means
+    /// `tanh(μ)` within 1 % of a bound.
+    fn squashed_sample_and_mean(&mut self, inputs: &[f32], noise: &[f32]) -> (SquashedSample, f64) {
         let TrainedActor::Gaussian(actor) = &self.actor else {
             unreachable!("SAC's part of the update runs with the Gaussian actor")
         };
         let out = self.tapes.actor.forward(actor.params(), inputs);
-        SquashedSample::new(out, noise, self.act_dim)
+        let means: Vec<f32> = out
+            .chunks_exact(2 * self.act_dim)
+            .flat_map(|row| row[..self.act_dim].iter().map(|mu| mu.tanh()))
+            .collect();
+        (
+            SquashedSample::new(out, noise, self.act_dim),
+            share_at_bound(&means),
+        )
     }
 
     fn learned_temperature(&self) -> &Temperature {
@@ -210,7 +225,8 @@ impl ActorCritic {
         settings: &UpdateSettings,
         n: usize,
     ) -> SoftActorStep {
-        let sample = self.squashed_sample(&batch.inputs, &batch.action_noise);
+        let (sample, mean_at_bound) =
+            self.squashed_sample_and_mean(&batch.inputs, &batch.action_noise);
         let actions = sample.actions();
         let act_dim = self.act_dim;
         let input = critic_input(&batch.inputs, actions, n);
@@ -286,6 +302,7 @@ impl ActorCritic {
             actor_loss,
             log_alpha_grad,
             temperature_loss,
+            mean_at_bound,
         }
     }
 }
@@ -295,7 +312,7 @@ mod tests {
     use shoal_rl_core::{Alone, Error};
 
     use super::super::tests::{one_row_batch, small_config};
-    use super::super::{ActorCriticConfig, ActorKind};
+    use super::super::{ActorCriticConfig, ActorKind, BoundGradient};
     use super::*;
 
     /// Parameters of the oracle's Gaussian actor: input 2, hidden [3],
@@ -443,6 +460,8 @@ mod tests {
             target_noise_clip: 0.0,
             update_actor: true,
             actor_after_critic: false,
+            bound_gradient: BoundGradient::Tanh,
+            preactivation_l2: 0.0,
         };
         networks
             .apply(&mut vec![0.0; start.len()], &settings)

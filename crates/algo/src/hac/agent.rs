@@ -418,6 +418,7 @@ impl<E: GoalEnv> Hac<E> {
                 (format!("level{level}/actor_loss"), means.actor_loss),
                 (format!("level{level}/critic_loss"), means.critic_loss),
                 (format!("level{level}/q_mean"), means.q_mean),
+                (format!("level{level}/actor_at_bound"), means.actor_at_bound),
                 (
                     format!("level{level}/subgoal_success"),
                     tally.reached as f64 / tally.attempts.max(1) as f64,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_policy::NoiseKind;
 
-use crate::actor_critic::UpdateSettings;
+use crate::actor_critic::{BoundGradient, UpdateSettings};
 use crate::check;
 
 /// Hyperparameters of [`Hac`](crate::Hac). Defaults are the paper's (2 levels, H = 25,
@@ -83,6 +83,15 @@ pub struct HacConfig {
     /// then `get_gradients`, then `actor.update`); false: on the critic
     /// before it, as OpenAI baselines' DDPG does. Default false.
     pub actor_after_critic: bool,
+    /// How each level's actor's gradient passes its `tanh` bound: `tanh`, its own
+    /// derivative, which vanishes at the bound, so an actor driven there
+    /// stays; `inverting`, Hausknecht & Stone's inverting gradients, which
+    /// let a push back inside through at full strength. Default `tanh`.
+    pub bound_gradient: BoundGradient,
+    /// Weight of the mean squared pre-activation `u` of each level's actor's
+    /// `tanh(u)` in its loss, a pull away from saturation that does not
+    /// vanish there (the action penalty's does). Default 0.
+    pub preactivation_l2: f64,
     /// Weight of the mean squared action in the actor loss; zero, because a
     /// penalty would pull subgoals toward the centre of their range. Default 0.
     pub action_l2: f64,
@@ -162,6 +171,8 @@ impl Default for HacConfig {
             buffer_episodes: None,
             wait_for_batch: false,
             actor_after_critic: false,
+            bound_gradient: BoundGradient::Tanh,
+            preactivation_l2: 0.0,
             action_l2: 0.0,
             random_eps: 0.2,
             noise_eps: 0.1,
@@ -300,6 +311,9 @@ impl HacConfig {
         if !(self.action_l2.is_finite() && self.action_l2 >= 0.0) {
             return bad("action_l2", "must be finite and non-negative");
         }
+        if !(self.preactivation_l2.is_finite() && self.preactivation_l2 >= 0.0) {
+            return bad("preactivation_l2", "must be finite and non-negative");
+        }
         if !(self.clip_obs > 0.0 && self.norm_clip > 0.0 && self.norm_eps > 0.0) {
             return bad("clip_obs / norm_clip / norm_eps", "must be positive");
         }
@@ -385,6 +399,8 @@ impl HacConfig {
         UpdateSettings {
             target_networks: self.target_networks,
             actor_after_critic: self.actor_after_critic,
+            bound_gradient: self.bound_gradient,
+            preactivation_l2: self.preactivation_l2 as f32,
             ..UpdateSettings::ddpg(
                 self.discount() as f32,
                 self.action_l2 as f32,

@@ -129,8 +129,9 @@ impl HacModels {
         }
     }
 
-    /// Appends level `level`'s normalised input for `obs` and `goal`.
-    pub(super) fn push_input(
+    /// Appends level `level`'s normalised input for `obs` and `goal`: what
+    /// its actor and critic see (a probe of a trained level reads them here).
+    pub fn push_input(
         &self,
         level: usize,
         obs: &[f32],
