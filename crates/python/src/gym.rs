@@ -6,15 +6,18 @@
 //!
 //! The env is built with `gymnasium.make(id, **kwargs)`, so a config file
 //! names it by its Gymnasium id and a run directory can rebuild it for
-//! evaluation. Every call takes the GIL: one learner at a time, in the
-//! process that imported the package (the process and MPI backends cannot
-//! reach a Python object, and threads would queue on the GIL).
+//! evaluation, and a worker process of the processes backend can rebuild
+//! it in its own interpreter. Every call into an env goes through
+//! [`with_python`]: one at a time in a process, so worker threads queue on
+//! it as they would on the GIL, and no env's constructor or step runs
+//! beside another's even where the env itself releases the GIL (MuJoCo's
+//! model loader does, and is not thread-safe).
 //!
 //! A Python exception inside the env becomes [`Error::Env`] with its text;
 //! the exception itself is kept ([`take_env_error`]) so `shoal_envs.train`
 //! raises it as the cause, traceback and all.
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use numpy::{PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -34,6 +37,102 @@ const MAX_COMPONENTS: usize = 1 << 20;
 /// The last exception a Gymnasium env raised, kept for the caller of `train`
 /// (the runtime carries only its text).
 static LAST_ENV_ERROR: Mutex<Option<PyErr>> = Mutex::new(None);
+
+/// Whether a thread is inside a Python env call ([`with_python`]), and the
+/// signal that it left.
+static ENV_CALL_BUSY: Mutex<bool> = Mutex::new(false);
+static ENV_CALL_FREE: Condvar = Condvar::new();
+
+/// This thread's turn to call into a Python env; the next waiting thread's
+/// comes when it drops. (A flag under a mutex rather than the mutex's own
+/// guard, which must stay on the thread that took it: the turn is taken
+/// with the GIL released and used with it held.)
+struct EnvCallTurn;
+
+impl EnvCallTurn {
+    fn take() -> Self {
+        let mut busy = ENV_CALL_BUSY.lock().unwrap_or_else(PoisonError::into_inner);
+        while *busy {
+            busy = ENV_CALL_FREE
+                .wait(busy)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *busy = true;
+        EnvCallTurn
+    }
+}
+
+impl Drop for EnvCallTurn {
+    fn drop(&mut self) {
+        *ENV_CALL_BUSY.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        ENV_CALL_FREE.notify_one();
+    }
+}
+
+/// A Python thread state kept for the life of a thread Python did not
+/// start (a training or worker thread of shoal's), so that every call
+/// into Python from it runs on one thread state. Without it each
+/// `Python::attach` makes a thread state and the next deletes it, while a
+/// pybind11 extension (MuJoCo's) that released the GIL inside a call can
+/// hold on to one that is gone and crash reacquiring the GIL.
+struct KeptThreadState {
+    gil: pyo3::ffi::PyGILState_STATE,
+    saved: *mut pyo3::ffi::PyThreadState,
+}
+
+impl KeptThreadState {
+    /// Keeps a thread state for this thread, unless it holds the GIL now
+    /// (a Python thread, whose thread state lives as long as it does).
+    fn keep() -> Option<Self> {
+        // SAFETY: the interpreter is initialised (this module was imported);
+        // `PyGILState_Ensure` gives this thread a thread state and the GIL,
+        // and `PyEval_SaveThread` releases the GIL at once, keeping the
+        // thread state until `drop` takes the GIL back and releases it.
+        unsafe {
+            if pyo3::ffi::PyGILState_Check() == 1 {
+                return None;
+            }
+            let gil = pyo3::ffi::PyGILState_Ensure();
+            let saved = pyo3::ffi::PyEval_SaveThread();
+            Some(KeptThreadState { gil, saved })
+        }
+    }
+}
+
+impl Drop for KeptThreadState {
+    fn drop(&mut self) {
+        // SAFETY: the pair `keep` made on this thread (thread-locals are
+        // dropped on their own thread), undone in reverse order.
+        unsafe {
+            if pyo3::ffi::Py_IsInitialized() != 0 {
+                pyo3::ffi::PyEval_RestoreThread(self.saved);
+                pyo3::ffi::PyGILState_Release(self.gil);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static THREAD_STATE: std::cell::OnceCell<KeptThreadState> =
+        const { std::cell::OnceCell::new() };
+}
+
+/// Runs `call` with the GIL, alone among this process's env calls, on a
+/// thread state that lives as long as the thread ([`KeptThreadState`]).
+/// The turn is taken before the GIL, with the GIL released while it waits,
+/// so a thread holding the turn and waiting for the GIL never waits on one
+/// holding the GIL and waiting for the turn.
+fn with_python<T>(call: impl for<'py> FnOnce(Python<'py>) -> T) -> T {
+    THREAD_STATE.with(|kept| {
+        if kept.get().is_none()
+            && let Some(state) = KeptThreadState::keep()
+        {
+            let _ = kept.set(state);
+        }
+    });
+    let _turn = Python::attach(|py| py.detach(EnvCallTurn::take));
+    Python::attach(call)
+}
 
 /// Takes the exception behind the latest [`Error::Env`], if any.
 pub fn take_env_error() -> Option<PyErr> {
@@ -119,7 +218,7 @@ impl GymEnv {
         }
         let kwargs = serde_json::to_value(&settings.kwargs)
             .map_err(|e| Error::Config(format!("env.kwargs: {e}")))?;
-        let built = Python::attach(|py| -> PyResult<Result<Self>> {
+        let built = with_python(|py| -> PyResult<Result<Self>> {
             let kwargs = to_py(py, &kwargs)?;
             let kwargs = kwargs.cast_into::<PyDict>()?;
             let env = py
@@ -229,7 +328,7 @@ impl Env for GymEnv {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        let result = Python::attach(|py| -> PyResult<Vec<f32>> {
+        let result = with_python(|py| -> PyResult<Vec<f32>> {
             let kwargs = PyDict::new(py);
             kwargs.set_item("seed", seed)?;
             let out = self.env.bind(py).call_method("reset", (), Some(&kwargs))?;
@@ -255,7 +354,7 @@ impl Env for GymEnv {
             return Err(error);
         }
         let action = self.action_space.validate(action, true)?;
-        let result = Python::attach(|py| -> PyResult<Step> {
+        let result = with_python(|py| -> PyResult<Step> {
             let array =
                 numpy::PyArray1::from_slice(py, &action).reshape(self.action_shape.clone())?;
             let out = self.env.bind(py).call_method1("step", (array,))?;
@@ -299,7 +398,7 @@ impl Env for GymEnv {
 impl Drop for GymEnv {
     /// Closes the Python env (its windows, files, simulators).
     fn drop(&mut self) {
-        Python::attach(|py| {
+        with_python(|py| {
             let _ = self.env.bind(py).call_method0("close");
         });
     }
@@ -336,7 +435,7 @@ impl GymGoalEnv {
     fn python_rewards(&self, achieved: &[f32], desired: &[f32]) -> Result<Vec<f32>> {
         let env = &self.0;
         let rows = achieved.len() / self.goal_dim();
-        let rewards = Python::attach(|py| -> PyResult<Vec<f32>> {
+        let rewards = with_python(|py| -> PyResult<Vec<f32>> {
             let unwrapped = env.env.bind(py).getattr("unwrapped")?;
             let info = PyDict::new(py);
             let out = unwrapped.call_method1(

@@ -501,6 +501,7 @@ fn registered_envs() -> Vec<(&'static str, &'static str)> {
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(registered_envs, m)?)?;
     m.add_function(wrap_pyfunction!(train::train, m)?)?;
+    m.add_function(wrap_pyfunction!(train::_run_worker, m)?)?;
     m.add_class::<train::TrainedPolicyCore>()?;
     m.add_class::<WormConfig>()?;
     m.add_class::<ArmPushConfig>()?;

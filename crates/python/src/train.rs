@@ -18,6 +18,7 @@ use pyo3::types::PyDict;
 use shoal_rl_core::rand::rngs::StdRng;
 use shoal_rl_core::{Error, StopFlag, rng_from_seed};
 use shoal_rl_eval::CheckpointSelector;
+use shoal_rl_parallel::{Backend, ProcessConfig};
 use shoal_rl_registry::EnvRegistry;
 use shoal_rl_train::config::{EnvConfig, Registries, RunConfig};
 use shoal_rl_train::overrides::assignments_to;
@@ -82,7 +83,7 @@ pub fn train(
     steps: Option<u64>,
     progress: bool,
     overrides: Option<&Bound<'_, PyDict>>,
-) -> PyResult<PathBuf> {
+) -> PyResult<Option<PathBuf>> {
     let mut sets = Vec::new();
     if let Some(seed) = seed {
         sets.push(format!("seed={seed}"));
@@ -150,33 +151,113 @@ pub fn train(
     cfg.follow_workers(&sets);
 
     let stop = StopFlag::new();
+    let workers = worker_processes(py, &cfg, &out, &resume)?;
     let mut plan = Plan::new(cfg).stop(stop.clone());
-    plan.out = out;
-    plan.resume = resume;
-    plan.quiet = !progress;
-    // Training runs on a thread of its own while this one watches for
-    // Ctrl-C: Python only sees signals on the main thread, between calls.
-    // A Gymnasium env takes the GIL for each call; it is free meanwhile.
+    plan.options.out = out;
+    plan.options.resume = resume;
+    plan.options.quiet = !progress;
+    plan.options.worker_processes = workers;
+    run_watched(py, &plan, &stop)
+}
+
+/// The environment variable that hands a worker process its run: the
+/// resolved config and the run's `out`/`resume`, as JSON.
+const WORKER_RUN_VAR: &str = "SHOAL_PY_WORKER_RUN";
+
+/// A worker process's run, as rank 0 hands it over.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WorkerRun {
+    config: String,
+    out: Option<PathBuf>,
+    resume: Option<PathBuf>,
+}
+
+/// How the processes backend starts workers from Python: this interpreter
+/// (`sys.executable`, as `multiprocessing` does; the re-run of the current
+/// executable that `shoal train` uses would start the bare interpreter
+/// behind a virtual environment) running `shoal_envs._worker`, with this
+/// process's `sys.path`, so an env module the caller can import (`env =
+/// "my_module:MyEnv-v0"`) is importable there too.
+fn worker_processes(
+    py: Python<'_>,
+    cfg: &RunConfig,
+    out: &Option<PathBuf>,
+    resume: &Option<PathBuf>,
+) -> PyResult<Option<ProcessConfig>> {
+    if cfg.parallel.backend != Backend::Processes || cfg.parallel.workers < 2 {
+        return Ok(None);
+    }
+    let sys = py.import("sys")?;
+    let executable: Option<String> = sys.getattr("executable")?.extract()?;
+    let Some(executable) = executable.filter(|e| !e.is_empty()) else {
+        return Err(PyValueError::new_err(
+            "parallel.backend = \"processes\" starts workers with sys.executable, which this \
+             interpreter does not set",
+        ));
+    };
+    let path: Vec<String> = sys.getattr("path")?.extract()?;
+    let separator: String = py.import("os")?.getattr("pathsep")?.extract()?;
+    let run = WorkerRun {
+        config: cfg.to_toml(),
+        out: out.clone(),
+        resume: resume.clone(),
+    };
+    let run = serde_json::to_string(&run).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(Some(
+        ProcessConfig::default()
+            .program(executable)
+            .args(["-m", "shoal_envs._worker"])
+            .env("PYTHONPATH", path.join(&separator))
+            .env(WORKER_RUN_VAR, run),
+    ))
+}
+
+/// The body of `python -m shoal_envs._worker`: one worker of a run that a
+/// `train` call in another process started on the processes backend.
+#[pyfunction]
+pub fn _run_worker(py: Python<'_>) -> PyResult<()> {
+    let run = std::env::var(WORKER_RUN_VAR).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{WORKER_RUN_VAR} is not set: shoal_envs._worker is started by a `train` call \
+             on the processes backend, not by hand"
+        ))
+    })?;
+    let run: WorkerRun = serde_json::from_str(&run)
+        .map_err(|e| PyValueError::new_err(format!("{WORKER_RUN_VAR}: {e}")))?;
+    let cfg = RunConfig::from_toml_in(registries(), &run.config, WORKER_RUN_VAR)
+        .map_err(|e| raise(py, e))?;
+    let stop = StopFlag::new();
+    let mut plan = Plan::new(cfg).stop(stop.clone()).quiet();
+    plan.options.out = run.out;
+    plan.options.resume = run.resume;
+    run_watched(py, &plan, &stop).map(|_| ())
+}
+
+/// Runs `plan` on a thread of its own while this one watches for Ctrl-C:
+/// Python only sees signals on the main thread, between calls. A Gymnasium
+/// env takes the GIL for each call; it is free meanwhile. The run
+/// directory on rank 0, `None` on a worker.
+fn run_watched(py: Python<'_>, plan: &Plan, stop: &StopFlag) -> PyResult<Option<PathBuf>> {
     let interrupted = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| shoal_rl_train::run(&plan));
+        let worker = std::thread::Builder::new()
+            .name("shoal-train".into())
+            .spawn_scoped(scope, || shoal_rl_train::run(plan))
+            .map_err(|e| PyValueError::new_err(format!("cannot start the training thread: {e}")))?;
         while !worker.is_finished() {
             py.detach(|| std::thread::sleep(Duration::from_millis(50)));
             if py.check_signals().is_err() && !interrupted.swap(true, Ordering::SeqCst) {
                 stop.request();
             }
         }
-        worker.join()
-    });
+        Ok::<_, PyErr>(worker.join())
+    })?;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(panic) => std::panic::resume_unwind(panic),
     };
     match outcome {
-        Ok(Some((dir, _summary))) => Ok(dir),
-        Ok(None) => Err(PyValueError::new_err(
-            "this process is not the run's rank 0 and has no run directory",
-        )),
+        Ok(run) => Ok(run.map(|(dir, _summary)| dir)),
         Err(Error::Interrupted(message)) if interrupted.load(Ordering::SeqCst) => {
             Err(PyKeyboardInterrupt::new_err(message))
         }

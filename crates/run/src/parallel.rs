@@ -8,8 +8,7 @@ use std::sync::Mutex;
 use shoal_rl_core::{Error, Learner, Result, StopFlag};
 use shoal_rl_eval::{RunDir, Summary};
 use shoal_rl_parallel::{
-    Backend, Communicator, Control, IterationRecord, ProcessConfig, Resume, Schedule, Strategy,
-    launch_with,
+    Backend, Communicator, Control, IterationRecord, Resume, Schedule, Strategy, launch_with,
 };
 
 use crate::claim::{OpenRun, open_run};
@@ -108,7 +107,11 @@ where
 {
     let guard = stop_guard(spec, options)?;
     let stop = guard.flag();
-    let processes = ProcessConfig::default().timeout(spec.parallel.timeout);
+    let processes = options
+        .worker_processes
+        .clone()
+        .unwrap_or_default()
+        .timeout(spec.parallel.timeout);
     // The process that starts a threads or processes run is its rank 0: it
     // claims the run directory before any worker exists, so that a refusal
     // is one line from one process. MPI ranks learn who is rank 0 only

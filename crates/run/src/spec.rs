@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, Result, StopFlag};
-use shoal_rl_parallel::Backend;
+use shoal_rl_parallel::{Backend, ProcessConfig};
 
 /// How long to train and how often to evaluate and checkpoint: the `train`
 /// table of a run's `config.toml`.
@@ -296,6 +296,12 @@ pub struct RunOptions {
     /// Off a terminal, the time between two status lines on stderr.
     /// Default (`None`): 10 seconds.
     pub status_every: Option<Duration>,
+    /// How the processes backend starts its workers: program, arguments,
+    /// environment (its timeout is the config's `parallel.timeout`).
+    /// Default (`None`): each worker re-runs this process's command line,
+    /// as `shoal train` wants; an embedding program that cannot be re-run
+    /// (a Python interpreter running a script) names its worker entry here.
+    pub worker_processes: Option<ProcessConfig>,
 }
 
 impl RunOptions {

@@ -10,6 +10,8 @@ use std::time::Duration;
 use shoal_rl_core::{Error, Result};
 use shoal_rl_eval::RunDir;
 
+use shoal_rl_run::RunOptions;
+
 use crate::Plan;
 use crate::config::{Registries, RunConfig};
 
@@ -91,12 +93,14 @@ impl TrainArgs {
     pub fn plan(&self, cfg: RunConfig) -> Plan {
         Plan {
             cfg,
-            out: self.out.clone(),
-            resume: self.resume.clone(),
-            checkpoint: self.checkpoint.clone(),
-            quiet: self.quiet,
-            status_every: Some(Duration::from_secs_f64(self.status_every)),
-            stop: None,
+            options: RunOptions {
+                out: self.out.clone(),
+                resume: self.resume.clone(),
+                checkpoint: self.checkpoint.clone(),
+                quiet: self.quiet,
+                status_every: Some(Duration::from_secs_f64(self.status_every)),
+                ..RunOptions::default()
+            },
         }
     }
 

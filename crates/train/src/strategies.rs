@@ -111,10 +111,8 @@ impl StrategyRegistry {
         Self::empty()
             .with(StrategyEntry::new("none", "one learner", |plan| {
                 let cfg = &plan.cfg;
-                shoal_rl_run::train(&run_spec(cfg), &plan.options(), || {
-                    make_learner(cfg, 0, 1.0)
-                })
-                .map(Some)
+                shoal_rl_run::train(&run_spec(cfg), &plan.options, || make_learner(cfg, 0, 1.0))
+                    .map(Some)
             }))
             .with(StrategyEntry::new(
                 "pool",
@@ -128,7 +126,7 @@ impl StrategyRegistry {
                     let cfg = &plan.cfg;
                     shoal_rl_run::train_parallel(
                         &run_spec(cfg),
-                        &plan.options(),
+                        &plan.options,
                         |rank| make_rollout_learner(cfg, rank),
                         |setup| Ok(RolloutGather::new(GatherConfig::new(setup.schedule()))),
                     )
@@ -188,12 +186,12 @@ fn run_pool(plan: &Plan) -> Result<Option<(PathBuf, Summary)>> {
     let pool = |setup: &StrategySetup| {
         PoolConfig::new(setup.schedule()).selection_episodes(cfg.parallel.pool_eval_episodes)
     };
-    let (spec, options) = (run_spec(cfg), plan.options());
+    let (spec, options) = (run_spec(cfg), &plan.options);
     match cfg.parallel.pool_group_size {
-        1 => shoal_rl_run::train_parallel(&spec, &options, learner, |setup| {
+        1 => shoal_rl_run::train_parallel(&spec, options, learner, |setup| {
             Ok(Pool::new(pool(setup)))
         }),
-        group => shoal_rl_run::train_parallel(&spec, &options, learner, |setup| {
+        group => shoal_rl_run::train_parallel(&spec, options, learner, |setup| {
             Ok(GroupPool::new(pool(setup), group))
         }),
     }

@@ -9,14 +9,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::json;
 use shoal_rl_core::{
     Env, Error, GoalEnv, GradientLearner, Learner, Policy, Result, RolloutLearner, StopFlag,
 };
 use shoal_rl_eval::{CheckpointSelector, RunDir, Summary, load_checkpoint};
-use shoal_rl_parallel::Strategy;
+use shoal_rl_parallel::{ProcessConfig, Strategy};
 pub use shoal_rl_run::StrategySetup;
 use shoal_rl_run::{NO_STOP_TARGET, ParallelSpec, RunOptions, RunSpec, STATE_BLOB};
 
@@ -125,24 +124,16 @@ pub fn run_spec(cfg: &RunConfig) -> RunSpec {
     spec
 }
 
-/// What `shoal train` was asked to do, resolved but not yet acted on.
+/// What `shoal train` was asked to do, resolved but not yet acted on: the
+/// config, and where and how the run lives.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The run's configuration.
     pub cfg: RunConfig,
-    /// `--out`, if given.
-    pub out: Option<PathBuf>,
-    /// `--resume DIR`, if given.
-    pub resume: Option<PathBuf>,
-    /// `--checkpoint N|PATH`: which checkpoint to resume from (default: the latest).
-    pub checkpoint: Option<String>,
-    /// No progress output.
-    pub quiet: bool,
-    /// Off a terminal, the time between two status lines (default 10 s).
-    pub status_every: Option<Duration>,
-    /// A flag of the caller's that stops the run cleanly; default: SIGINT
-    /// and SIGTERM do.
-    pub stop: Option<StopFlag>,
+    /// Where the run lives and how it reports and stops: `--out`,
+    /// `--resume`, `--checkpoint`, `--quiet`, the status interval, the stop
+    /// flag, how worker processes start.
+    pub options: RunOptions,
 }
 
 impl Plan {
@@ -150,33 +141,28 @@ impl Plan {
     pub fn new(cfg: RunConfig) -> Self {
         Self {
             cfg,
-            out: None,
-            resume: None,
-            checkpoint: None,
-            quiet: false,
-            status_every: None,
-            stop: None,
+            options: RunOptions::default(),
         }
     }
 
     /// Trains in `dir` (a new or empty directory).
     #[must_use]
     pub fn out(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.out = Some(dir.into());
+        self.options.out = Some(dir.into());
         self
     }
 
     /// Continues the run in `dir` from its latest checkpoint.
     #[must_use]
     pub fn resume(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.resume = Some(dir.into());
+        self.options.resume = Some(dir.into());
         self
     }
 
     /// Without progress output.
     #[must_use]
     pub fn quiet(mut self) -> Self {
-        self.quiet = true;
+        self.options.quiet = true;
         self
     }
 
@@ -185,20 +171,16 @@ impl Plan {
     /// own, such as a Python interpreter.
     #[must_use]
     pub fn stop(mut self, flag: StopFlag) -> Self {
-        self.stop = Some(flag);
+        self.options.stop = Some(flag);
         self
     }
 
-    /// Where the run lives, for the runtime.
-    pub fn options(&self) -> RunOptions {
-        RunOptions {
-            out: self.out.clone(),
-            resume: self.resume.clone(),
-            checkpoint: self.checkpoint.clone(),
-            quiet: self.quiet,
-            stop: self.stop.clone(),
-            status_every: self.status_every,
-        }
+    /// Worker processes (the processes backend) start as `workers` says
+    /// instead of re-running this process's command line.
+    #[must_use]
+    pub fn worker_processes(mut self, workers: ProcessConfig) -> Self {
+        self.options.worker_processes = Some(workers);
+        self
     }
 }
 
@@ -232,7 +214,7 @@ where
     check_config(cfg)?;
     shoal_rl_run::train_parallel(
         &run_spec(cfg),
-        &plan.options(),
+        &plan.options,
         |rank| make_learner(cfg, rank, 1.0),
         make_strategy,
     )

@@ -64,7 +64,7 @@ pub const TIMEOUT_VAR: &str = "SHOAL_TIMEOUT_MS";
 ///     .connect_timeout(Duration::from_secs(30));
 /// assert_eq!(config.poll_interval, Duration::from_millis(100));
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessConfig {
     /// Program run as each worker. Default: `None`, the current executable
     /// (`std::env::current_exe()`).

@@ -51,7 +51,7 @@ def train(
     steps: int | None = None,
     progress: bool = False,
     **overrides: Any,
-) -> Path:
+) -> Path | None:
     """Trains ``preset`` (a preset name or a ``config.toml`` path) and returns the run directory.
 
     ``env``: a Gymnasium id (``"Pendulum-v1"``, ``"my_package:MyEnv-v0"``)
@@ -64,21 +64,31 @@ def train(
     directory (pass ``""`` as ``preset`` to take its own config). Ctrl-C
     stops the run cleanly at the end of the episode in progress, then raises
     ``KeyboardInterrupt``; ``train(..., resume=run)`` continues it.
+
+    Several workers (``parallel__workers=4, parallel__strategy="averaging"``)
+    run on ``parallel__backend="threads"`` in this process, or on
+    ``"processes"``: workers started with this interpreter
+    (``sys.executable``) and this ``sys.path``, each rebuilding the env
+    from its id, as Stable-Baselines3's ``SubprocVecEnv`` does (an env
+    registered by a script's own ``gymnasium.register`` call is not seen
+    there: give its module, ``"my_module:MyEnv-v0"``). Under MPI
+    (``mpirun -n 4 python train.py``, the package built with its ``mpi``
+    feature, ``parallel__backend="mpi"``) every rank calls ``train``; rank
+    0 returns the run directory and the others ``None``.
     """
-    return Path(
-        _core.train(
-            preset,
-            env=env,
-            env_kwargs=env_kwargs,
-            out=None if out is None else os.fspath(out),
-            resume=None if resume is None else os.fspath(resume),
-            seed=seed,
-            episodes=episodes,
-            steps=steps,
-            progress=progress,
-            **overrides,
-        )
+    run = _core.train(
+        preset,
+        env=env,
+        env_kwargs=env_kwargs,
+        out=None if out is None else os.fspath(out),
+        resume=None if resume is None else os.fspath(resume),
+        seed=seed,
+        episodes=episodes,
+        steps=steps,
+        progress=progress,
+        **overrides,
     )
+    return None if run is None else Path(run)
 
 
 def _flat(obs: Any) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""Every algorithm trains a few hundred steps on a MuJoCo env through
+``shoal_envs.train``, on one learner, two threads and two processes.
+
+Each of these once ended the interpreter with a segmentation fault: a
+MuJoCo model loaded on a training thread whose Python thread state an
+earlier call had deleted (one learner), or two models loaded at once
+(threads). They need ``gymnasium[mujoco]`` and ``gymnasium-robotics``
+(CI installs both)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+pytest.importorskip("gymnasium_robotics")
+
+import shoal_envs  # noqa: E402
+
+# Process workers rebuild the env from its id: the Fetch ids need their module.
+FETCH_REACH = "gymnasium_robotics:FetchReach-v4"
+# Short swimmer episodes, so a few hundred steps hold several.
+SWIMMER = ("Swimmer-v5", {"max_episode_steps": 100})
+SMALL_TD3 = {
+    "algo__learning_starts": 1,
+    "algo__hidden": [32, 32],
+    "algo__batch_size": 32,
+    "algo__train_every": "episode",
+}
+
+ALGORITHMS = {
+    "ppo": ("worm-ppo", SWIMMER, "gather", {}),
+    "reinforce": ("worm-reinforce", SWIMMER, "gather", {}),
+    "td3": ("worm-td3", SWIMMER, "averaging", SMALL_TD3),
+    "sac": ("worm-sac", SWIMMER, "averaging", SMALL_TD3),
+    "ddpg": ("worm-td3", SWIMMER, "averaging", {**SMALL_TD3, "algo__kind": "ddpg"}),
+    "ddpg-her": ("push-ddpg-her", (FETCH_REACH, {}), "averaging", {}),
+    "hac": ("push-hac", (FETCH_REACH, {}), "averaging", {}),
+}
+LAYOUTS = [(1, "threads"), (2, "threads"), (2, "processes")]
+
+
+@pytest.mark.parametrize(("workers", "backend"), LAYOUTS, ids=lambda v: str(v))
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+def test_each_algorithm_trains_on_a_mujoco_env(tmp_path, algorithm, workers, backend):
+    preset, (env, env_kwargs), strategy, settings = ALGORITHMS[algorithm]
+    run = shoal_envs.train(
+        preset,
+        env=env,
+        env_kwargs=env_kwargs,
+        out=tmp_path / "run",
+        steps=400,
+        parallel__workers=workers,
+        parallel__strategy=strategy if workers > 1 else "none",
+        parallel__backend=backend,
+        **settings,
+    )
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    trained = [r for r in rows if r.get("kind") in ("update", "iteration", "episode")]
+    assert trained, "the run recorded training"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["workers"] == workers
