@@ -20,7 +20,7 @@ use shoal_rl_core::{Error, StopFlag, rng_from_seed};
 use shoal_rl_eval::CheckpointSelector;
 use shoal_rl_parallel::{Backend, ProcessConfig};
 use shoal_rl_registry::EnvRegistry;
-use shoal_rl_train::config::{EnvConfig, Registries, RunConfig};
+use shoal_rl_train::config::{EnvConfig, Registries, RunConfig, is_config_file};
 use shoal_rl_train::overrides::assignments_to;
 use shoal_rl_train::{Plan, TrainedPolicy};
 
@@ -148,7 +148,11 @@ pub fn train(
         cfg.env = EnvConfig::new(kind, &GymSettings { id, kwargs }).map_err(|e| raise(py, e))?;
     }
     let mut cfg = cfg.with_overrides(&sets).map_err(|e| raise(py, e))?;
-    cfg.follow_workers(&sets);
+    // As `RunConfig::resolve` does: a saved or given config file already
+    // holds the values it trains with (a resumed averaging run's shared batch).
+    if !is_config_file(&source) {
+        cfg.follow_workers(&sets);
+    }
 
     let stop = StopFlag::new();
     let workers = worker_processes(py, &cfg, &out, &resume)?;

@@ -177,3 +177,21 @@ def test_ctrl_c_stops_training_cleanly_and_the_run_resumes(tmp_path):
     run = shoal_envs.train("", resume=out, episodes=stopped_at + 8)
     assert run == out
     assert summary(run)["episodes"] == stopped_at + 8
+
+
+def test_a_multi_worker_averaging_run_resumes_from_python_with_its_own_batch(tmp_path):
+    # The saved config holds the batch the four workers shared (16 / 4);
+    # resuming must not split it again, as `shoal train --resume` does not.
+    run = shoal_envs.train(
+        "toy-ddpg-her",
+        out=tmp_path / "four",
+        episodes=40,
+        parallel__workers=4,
+        parallel__strategy="averaging",
+        parallel__backend="threads",
+    )
+    saved = (run / "config.toml").read_text()
+    resumed = shoal_envs.train("", resume=run, episodes=80)
+    assert resumed == run
+    assert (run / "config.toml").read_text().replace("40", "80") == saved.replace("40", "80")
+    assert summary(run)["episodes"] >= 80

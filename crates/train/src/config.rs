@@ -504,6 +504,14 @@ pub fn find_preset(name: &str) -> Result<&'static Preset> {
     }
 }
 
+/// Whether `source` names a config file (a path ending in `.toml`, or any
+/// file that exists) rather than a preset. Worker rules
+/// ([`RunConfig::follow_workers`]) apply to presets only: a config file,
+/// a run's saved `config.toml` among them, holds the values it trains with.
+pub fn is_config_file(source: &str) -> bool {
+    source.ends_with(".toml") || Path::new(source).is_file()
+}
+
 impl RunConfig {
     /// Resolves a preset name or a path to a TOML file, then applies `--set`
     /// overrides in order.
@@ -521,7 +529,7 @@ impl RunConfig {
         overrides: &[String],
     ) -> Result<RunConfig> {
         let registries = registries.into();
-        if source.ends_with(".toml") || Path::new(source).is_file() {
+        if is_config_file(source) {
             let text = std::fs::read_to_string(source)
                 .map_err(|e| Error::io(format!("reading config {source}"), e))?;
             let mut tree = toml_table(&text, source)?;
