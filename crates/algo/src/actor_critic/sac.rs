@@ -167,27 +167,20 @@ pub(crate) struct SoftActorStep {
 }
 
 impl ActorCritic {
-    /// The trained Gaussian actor's squashed sample at `inputs` with the
-    /// draws `noise`, by hand; its tape keeps the pass for a backward one.
-    fn squashed_sample(&mut self, inputs: &[f32], noise: &[f32]) -> SquashedSample {
-        self.squashed_sample_and_mean(inputs, noise).0
-    }
-
-    /// [`ActorCritic::squashed_sample`] and the share of the squashed means
-    /// `tanh(μ)` within 1 % of a bound.
-    fn squashed_sample_and_mean(&mut self, inputs: &[f32], noise: &[f32]) -> (SquashedSample, f64) {
+    /// The trained Gaussian actor's outputs (means ‖ log-stds per row) at
+    /// `inputs`, by hand; its tape keeps the pass for a backward one.
+    fn gaussian_outputs(&mut self, inputs: &[f32]) -> &[f32] {
         let TrainedActor::Gaussian(actor) = &self.actor else {
             unreachable!("SAC's part of the update runs with the Gaussian actor")
         };
-        let out = self.tapes.actor.forward(actor.params(), inputs);
-        let means: Vec<f32> = out
-            .chunks_exact(2 * self.act_dim)
-            .flat_map(|row| row[..self.act_dim].iter().map(|mu| mu.tanh()))
-            .collect();
-        (
-            SquashedSample::new(out, noise, self.act_dim),
-            share_at_bound(&means),
-        )
+        self.tapes.actor.forward(actor.params(), inputs)
+    }
+
+    /// The trained Gaussian actor's squashed sample at `inputs` with the
+    /// draws `noise`; its tape keeps the pass for a backward one.
+    fn squashed_sample(&mut self, inputs: &[f32], noise: &[f32]) -> SquashedSample {
+        let act_dim = self.act_dim;
+        SquashedSample::new(self.gaussian_outputs(inputs), noise, act_dim)
     }
 
     fn learned_temperature(&self) -> &Temperature {
@@ -225,10 +218,17 @@ impl ActorCritic {
         settings: &UpdateSettings,
         n: usize,
     ) -> SoftActorStep {
-        let (sample, mean_at_bound) =
-            self.squashed_sample_and_mean(&batch.inputs, &batch.action_noise);
-        let actions = sample.actions();
         let act_dim = self.act_dim;
+        let out = self.gaussian_outputs(&batch.inputs);
+        // Only the actor's step reports the share at a bound, not the
+        // target's pass at the next states.
+        let means: Vec<f32> = out
+            .chunks_exact(2 * act_dim)
+            .flat_map(|row| row[..act_dim].iter().map(|mu| mu.tanh()))
+            .collect();
+        let mean_at_bound = share_at_bound(&means);
+        let sample = SquashedSample::new(out, &batch.action_noise, act_dim);
+        let actions = sample.actions();
         let input = critic_input(&batch.inputs, actions, n);
         // Each critic's Q and slope at (s, ã); the row's smallest Q (the
         // first critic on a tie) is the one the loss sees.
