@@ -1,7 +1,7 @@
 //! End-to-end criterion benches through the entry points `shoal train` uses: one step of every env, one training iteration of every algorithm.
 //!
 //! Envs and learners are built exactly as the binary builds them
-//! (`make_env`, `make_learner` from a preset), so these numbers include the
+//! (the env and the learner from a preset, as a run builds them), so these numbers include the
 //! boxing and the config plumbing a real run pays. The per-crate benches
 //! (`shoal-rl-env`'s `worm_step`, `shoal-rl-algo`'s `ddpg_update`, …) time the
 //! parts in isolation.
@@ -13,8 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use shoal_rl::config::preset;
-use shoal_rl::train::{make_env, make_learner};
+use shoal_rl::train::{Registries, preset};
 use shoal_rl_core::rng_from_seed;
 
 /// Every env kind the CLI can build, by the preset that trains on it.
@@ -31,7 +30,7 @@ fn env_step(c: &mut Criterion) {
     let mut group = c.benchmark_group("env_step");
     for (name, preset_name) in ENV_PRESETS {
         let cfg = preset(preset_name).unwrap();
-        let mut env = make_env(&cfg).unwrap();
+        let mut env = Registries::default().envs.make_env(&cfg.env).unwrap();
         let space = env.action_space().clone();
         let mut rng = rng_from_seed(0);
         // Pre-drawn actions keep the generator out of the timed loop.
@@ -70,7 +69,8 @@ fn train_iteration(c: &mut Criterion) {
         "ur5-hac3",
     ] {
         let cfg = preset(name).unwrap();
-        let mut learner = make_learner(&cfg, 0, 1.0).unwrap();
+        let registries = Registries::default();
+        let mut learner = registries.learners(&cfg).learner(0, 1.0).unwrap();
         // One update: a REINFORCE batch, a PPO rollout and its epochs, a
         // DDPG cycle and its gradient steps, a HAC episode and its training.
         let episodes = learner

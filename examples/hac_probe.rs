@@ -23,7 +23,7 @@
 use shoal_rl::algo::share_at_bound;
 use shoal_rl::core::{Error, Learner, Result};
 use shoal_rl::eval::CheckpointSelector;
-use shoal_rl::train::{eval_seed, load_run_state, make_goal_env};
+use shoal_rl::train::{Registries, eval_seed, load_run_state};
 
 fn main() {
     if let Err(error) = run() {
@@ -62,9 +62,10 @@ fn run() -> Result<()> {
             cfg.algo.kind()
         )));
     }
-    let mut hac = shoal_rl::algos::make_hac(&cfg, 0, 1.0)?;
+    let registries = Registries::default();
+    let mut hac = shoal_rl::algos::make_hac(&registries.learners(&cfg).context(0, 1.0)?)?;
     hac.load_state(&state)?;
-    let env = make_goal_env(&cfg)?;
+    let env = registries.envs.make_goal_env(&cfg.env)?;
     let frames = hac.watch(episodes, eval_seed(&cfg))?;
     let models = hac.models();
     let top = models.len() - 1;

@@ -35,11 +35,12 @@ use rand::RngExt;
 use shoal_rl::algo::{
     Ddpg, Episode, GoalOrigin, GoalReward, HerConfig, TransitionBatch, sample_episode,
 };
-use shoal_rl::config::{EnvConfig, RunConfig};
+use shoal_rl::config::EnvConfig;
 use shoal_rl::core::{Error, GoalEnv, Learner, Result, rng_from_seed};
 use shoal_rl::env::arm::GripperShape;
 use shoal_rl::env::arm::index::{GRIPPER_POS, OBJECT_POS};
 use shoal_rl::eval::{CheckpointSelector, RunDir, load_checkpoint};
+use shoal_rl::train::Registries;
 
 /// Relabelled transitions drawn per stored transition.
 const SAMPLES: usize = 40;
@@ -279,13 +280,14 @@ fn main() -> Result<()> {
     let dir = RunDir::new(Path::new(&run));
     let text = std::fs::read_to_string(dir.config())
         .map_err(|e| Error::io(format!("reading {}", dir.config().display()), e))?;
-    let cfg = RunConfig::from_toml(&text, &dir.config().display().to_string())?;
+    let registries = Registries::default();
+    let cfg = registries.from_toml(&text, &dir.config().display().to_string())?;
     let Some(ddpg) = cfg.algo.settings_if::<shoal_rl::algo::DdpgConfig>("ddpg") else {
         return Err(Error::Config("her_audit reads DDPG + HER runs".into()));
     };
     let her = ddpg.her();
     let reach = reach_of(&cfg.env)?;
-    let make = || shoal_rl::train::make_goal_env(&cfg);
+    let make = || registries.envs.make_goal_env(&cfg.env);
     let mut learner = Ddpg::new(ddpg.clone(), make()?, make()?, cfg.seed)?;
     let ckpt = load_checkpoint(dir.path(), &CheckpointSelector::Latest, None)?;
     learner.load_state(ckpt.blob("learner")?)?;

@@ -14,7 +14,7 @@
 
 use shoal_rl::core::{Error, Result};
 use shoal_rl::eval::CheckpointSelector;
-use shoal_rl::train::{TrainedPolicy, eval_seed};
+use shoal_rl::train::{eval_seed, load_policy};
 
 fn main() {
     if let Err(error) = run() {
@@ -42,7 +42,7 @@ fn run() -> Result<()> {
         )?)),
         None => None,
     };
-    let policy = TrainedPolicy::load(run_dir.as_ref(), &CheckpointSelector::parse(which))?;
+    let policy = load_policy(run_dir.as_ref(), &CheckpointSelector::parse(which))?;
     let mut env = policy.make_env()?;
     let first_seed = eval_seed(policy.config());
     for episode in 0..episodes {

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 use shoal_rl_core::{Error, Result, RolloutLearner, rng_from_seed};
 use shoal_rl_parallel::{Backend, Communicator, launch};
 
-use crate::config::{EnvConfig, EnvRegistry, preset};
-use crate::train::{make_learner, make_rollout_learner};
+use crate::config::EnvConfig;
+use crate::registry::EnvRegistry;
+use crate::train::{Registries, preset};
 
 /// The envs `shoal bench-env` measures: every registered env, by its id.
 pub fn bench_env_names() -> String {
-    EnvRegistry::builtin().ids().join(", ")
+    EnvRegistry::builtin().names().join(", ")
 }
 
 /// `shoal bench-env`: random actions on one core, env resets included, with
@@ -189,7 +190,8 @@ fn measure(comm: &dyn Communicator, backend: Backend, episodes: usize) -> Result
     let actor_critic_us = mean_all_reduce_seconds(comm, &mut gradients)? * 1e6;
 
     let cfg = preset("worm-reinforce")?;
-    let mut learner = make_rollout_learner(&cfg, comm.rank())?;
+    let registries = Registries::default();
+    let mut learner = registries.learners(&cfg).rollout_learner(comm.rank())?;
     comm.barrier()?;
     let clock = Instant::now();
     let (_, report) = learner.collect(episodes)?;
@@ -212,7 +214,12 @@ fn measure(comm: &dyn Communicator, backend: Backend, episodes: usize) -> Result
 /// Parameters of `push-ddpg-her`'s actor and critic together.
 fn actor_critic_parameters() -> Result<usize> {
     let cfg = preset("push-ddpg-her")?;
-    Ok(make_learner(&cfg, 0, 1.0)?.parameters().len())
+    let registries = Registries::default();
+    Ok(registries
+        .learners(&cfg)
+        .learner(0, 1.0)?
+        .parameters()
+        .len())
 }
 
 /// 1, 2, 4, … up to `up_to`, and `up_to` itself.

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_eval::{CheckpointSelector, RunDir};
 
-use crate::config::{PRESETS, RunConfig, commented, key_docs, preset};
-use crate::train::{MAX_EVAL_EPISODES, check_config, eval_seed, load_run, run};
+use crate::config::MAX_EVAL_EPISODES;
+use crate::train::presets::PRESETS;
+use crate::train::reference::{commented, key_docs};
+use crate::train::{Registries, eval_seed, load_run, preset, run};
 pub use shoal_rl_train::args::{SettingsArgs, TrainArgs, parse_count, parse_seconds};
 use shoal_rl_train::overrides::list_keys;
 
@@ -122,7 +124,7 @@ pub fn train_help() -> String {
     for p in PRESETS {
         text.push_str(&format!("  {:<16} {}\n", p.name, p.about()));
     }
-    let registries = crate::config::Registries::default();
+    let registries = Registries::default();
     text.push_str("\nAlgorithms (algo.kind):\n");
     for a in registries.algos.entries() {
         text.push_str(&format!("  {:<16} {}\n", a.kind, a.about));
@@ -149,9 +151,7 @@ pub fn train_help() -> String {
 
 /// `shoal train`.
 pub fn train(args: TrainArgs) -> Result<()> {
-    let cfg = args.resolve()?;
-    validate(&cfg)?;
-    let plan = args.plan(cfg);
+    let plan = args.plan(args.resolve()?);
     // On parallel runs only rank 0 gets a result; worker processes end here.
     if let Some((run_dir, summary)) = run(&plan)? {
         println!(
@@ -160,11 +160,6 @@ pub fn train(args: TrainArgs) -> Result<()> {
         );
         eprintln!("run directory: {}", run_dir.display());
     }
-    Ok(())
-}
-
-fn validate(cfg: &RunConfig) -> Result<()> {
-    cfg.parallel.validate()?;
     Ok(())
 }
 
@@ -181,9 +176,13 @@ pub struct ConfigArgs {
 /// the same arguments, as the `config.toml` it would write, after the same
 /// checks.
 pub fn config(args: &ConfigArgs) -> Result<()> {
-    let cfg = RunConfig::resolve(&args.source, &args.settings.overrides())?;
-    check_config(&cfg)?;
-    print!("{}", commented(&cfg.to_toml(), &key_docs(&cfg)?));
+    let registries = Registries::default();
+    let cfg = registries.resolve(&args.source, &args.settings.overrides())?;
+    registries.check(&cfg)?;
+    print!(
+        "{}",
+        commented(&cfg.to_toml(), &key_docs(&registries, &cfg)?)
+    );
     Ok(())
 }
 

@@ -11,8 +11,9 @@ use shoal_rl_eval::{
     render_chain, render_worm,
 };
 
+use crate::algos::make_hac;
 use crate::config::RunConfig;
-use crate::train::{eval_seed, load_run_state, make_goal_env, make_hac, make_learner};
+use crate::train::{Registries, eval_seed, load_run_state};
 use shoal_rl_registry::Scene;
 
 /// Most episodes `shoal render` draws into one GIF.
@@ -27,10 +28,10 @@ pub fn render(run_dir: &Path, episodes: usize, checkpoint: &str, out: Option<&Pa
     let (cfg, state) = load_run_state(run_dir, &crate::cli::parse_checkpoint(checkpoint)?)?;
     let out = out.map_or_else(|| run_dir.join("render.gif"), Path::to_path_buf);
     let seed = eval_seed(&cfg);
-    let entry = cfg.envs.get(&cfg.env.kind)?;
+    let envs = Registries::default().envs;
+    let entry = envs.get(&cfg.env.kind)?;
     let Some(scene) = entry.scene else {
-        let renderable: Vec<&str> = cfg
-            .envs
+        let renderable: Vec<&str> = envs
             .entries()
             .iter()
             .filter(|e| e.scene.is_some())
@@ -94,7 +95,7 @@ fn hac_frames<T>(
     seed: u64,
     frame: impl Fn(&HacFrame) -> Result<T>,
 ) -> Result<Vec<T>> {
-    let mut hac = make_hac(cfg, 0, 1.0)?;
+    let mut hac = make_hac(&Registries::default().learners(cfg).context(0, 1.0)?)?;
     hac.load_state(state)?;
     hac.watch(episodes, seed)?.iter().map(frame).collect()
 }
@@ -109,7 +110,7 @@ fn chain_options(task: &ChainTask) -> RenderOptions {
 
 /// The checkpointed agent's policy, frozen.
 fn frozen_policy(cfg: &RunConfig, state: &[u8]) -> Result<Box<dyn Policy>> {
-    let mut learner = make_learner(cfg, 0, 1.0)?;
+    let mut learner = Registries::default().learners(cfg).learner(0, 1.0)?;
     learner.load_state(state)?;
     learner.policy().ok_or_else(|| {
         Error::Config(format!(
@@ -155,7 +156,7 @@ fn policy_frames<T>(
     frame: impl Fn(usize, &[f32]) -> Result<T>,
 ) -> Result<Vec<T>> {
     let policy = frozen_policy(cfg, state)?;
-    let mut env = make_goal_env(cfg)?;
+    let mut env = Registries::default().envs.make_goal_env(&cfg.env)?;
     rollout(
         &mut env,
         policy.as_ref(),

@@ -42,7 +42,7 @@ use shoal_rl_parallel::Backend;
 use shoal_rl_run::projection::{IterationCost, Latency, iteration_cost, project};
 
 use crate::bench::bench_in_process;
-use crate::config::RunConfig;
+use crate::train::Registries;
 
 /// The report's JSON, beside the runs.
 pub const SCALE_FILE: &str = "scale.json";
@@ -101,7 +101,8 @@ struct ProfiledRun {
 
 fn load_run(dir: &Path) -> Result<ProfiledRun> {
     let run = RunDir::new(dir);
-    let config = RunConfig::from_toml(&run.read_config()?, &run.config().display().to_string())?;
+    let config = Registries::default()
+        .from_toml(&run.read_config()?, &run.config().display().to_string())?;
     let Summary {
         wall_s,
         extra: summary,

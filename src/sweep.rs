@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_eval::{RunDir, Summary, compare_groups};
 
-use crate::config::{RunConfig, in_context};
-use crate::train::check_config;
+use crate::config::in_context;
+use crate::train::Registries;
 
 /// At most this many seeds, and this many cells in a sweep: a typo such
 /// as `--seeds 0..1000000` is refused instead of queued.
@@ -230,12 +230,14 @@ pub fn check(args: &SweepArgs) -> Result<Vec<Cell>> {
         .collect::<Result<Vec<_>>>()?;
     let seeds = parse_seeds(&args.seeds)?;
     let cells = cells(&grid, &seeds, &args.out)?;
+    let registries = Registries::default();
     for cell in &cells {
         let mut overrides = args.overrides.clone();
         overrides.extend(cell.assignments.iter().cloned());
         overrides.push(format!("seed={}", cell.seed));
-        RunConfig::resolve(&args.source, &overrides)
-            .and_then(|cfg| check_config(&cfg))
+        registries
+            .resolve(&args.source, &overrides)
+            .and_then(|cfg| registries.check(&cfg))
             .map_err(|e| in_context(&format!("cell {}", cell.setting), e))?;
     }
     Ok(cells)

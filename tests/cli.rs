@@ -637,7 +637,7 @@ fn train_help_lists_every_preset_and_values_as_written() {
     let out = shoal("train --help", &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for preset in shoal_rl::config::PRESETS {
+    for preset in shoal_rl::train::presets::PRESETS {
         let line = format!("  {:<16} {}", preset.name, preset.about());
         assert!(text.contains(&line), "`{line}` missing from --help");
     }
@@ -657,7 +657,7 @@ fn bench_env_help_names_every_env() {
     let out = shoal("bench-env --help", &dir);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    let envs = shoal_rl::config::EnvRegistry::builtin().ids();
+    let envs = shoal_rl::registry::EnvRegistry::builtin().names();
     assert!(envs.len() >= 5);
     for name in envs {
         assert!(
@@ -1313,7 +1313,10 @@ const TESTED_PRESETS: &[&str] = &[
 
 #[test]
 fn every_preset_has_an_end_to_end_test() {
-    let presets: Vec<&str> = shoal_rl::config::PRESETS.iter().map(|p| p.name).collect();
+    let presets: Vec<&str> = shoal_rl::train::presets::PRESETS
+        .iter()
+        .map(|p| p.name)
+        .collect();
     assert_eq!(presets, TESTED_PRESETS);
 }
 

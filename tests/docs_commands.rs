@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use shoal_rl::cli::{Cli, Command, ConfigArgs, TrainArgs};
-use shoal_rl::config::{PRESETS, RunConfig};
-use shoal_rl::train::check_config;
+use shoal_rl::config::RunConfig;
+use shoal_rl::train::presets::PRESETS;
+use shoal_rl::train::{check, resolve};
 
 /// The pages a user reads.
 fn pages() -> Vec<PathBuf> {
@@ -144,13 +145,13 @@ fn check_invocation(args: &[String], made: &mut Made, place: &str) {
             }
             if train.source.as_ref().is_some_and(|s| !s.ends_with(".toml")) {
                 let cfg = train.resolve().unwrap_or_else(|e| panic!("{place}: {e}"));
-                check_config(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
+                check(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
             }
         }
         Command::Config(ConfigArgs { source, settings }) if !source.ends_with(".toml") => {
-            let cfg = RunConfig::resolve(source, &settings.overrides())
-                .unwrap_or_else(|e| panic!("{place}: {e}"));
-            check_config(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
+            let cfg =
+                resolve(source, &settings.overrides()).unwrap_or_else(|e| panic!("{place}: {e}"));
+            check(&cfg).unwrap_or_else(|e| panic!("{place}: {e}"));
         }
         Command::Sweep(sweep) if !sweep.source.ends_with(".toml") => {
             shoal_rl::sweep::check(sweep).unwrap_or_else(|e| panic!("{place}: {e}"));
@@ -298,7 +299,7 @@ fn shrunk(args: &[String], cli: &Cli) -> Vec<String> {
                     (cfg, workers)
                 }
                 Command::Sweep(sweep) => {
-                    let cfg = RunConfig::resolve(&sweep.source, &sweep.overrides).unwrap();
+                    let cfg = resolve(&sweep.source, &sweep.overrides).unwrap();
                     // The most workers any cell of the grid trains with.
                     let workers = sweep
                         .grid

@@ -3,7 +3,7 @@
 //! `shoal config` resolves, so a changed preset fails here until the table
 //! follows it.
 
-use shoal_rl::config::{StrategyKind, preset};
+use shoal_rl::train::preset;
 
 /// One row of the table: the presets it names and its episodes column.
 #[derive(Debug)]
@@ -70,7 +70,7 @@ fn disagreements(readme: &str) -> Vec<String> {
                     cfg.train.episodes
                 ));
             }
-            let pool = cfg.parallel.strategy == StrategyKind::Pool;
+            let pool = cfg.parallel.strategy == "pool";
             if pool != row.algorithm.contains("pool") {
                 found.push(format!(
                     "{name}: the table says `{}`, the preset's strategy is {}",

@@ -6,10 +6,11 @@
 mod common;
 
 use serde::{Deserialize, Serialize};
-use shoal_rl::config::{EnvConfig, EnvRegistry, RunConfig, preset};
+use shoal_rl::config::{EnvConfig, RunConfig};
 use shoal_rl::core::{Env, Result, Space, Step};
+use shoal_rl::registry::EnvRegistry;
 use shoal_rl::registry::{EnvEntry, FromSettings};
-use shoal_rl::train::{Plan, run};
+use shoal_rl::train::{Plan, Registries, preset, resolve};
 
 use common::scratch;
 
@@ -70,11 +71,12 @@ impl Env for Corridor {
     }
 }
 
-fn registry() -> EnvRegistry {
-    EnvRegistry::builtin().with(EnvEntry::plain::<Corridor>(
+fn registry() -> Registries {
+    let envs = EnvRegistry::builtin().with(EnvEntry::plain::<Corridor>(
         "corridor",
         "a point pushed along a line to a target",
-    ))
+    ));
+    Registries::default().envs(envs)
 }
 
 /// toy-reinforce's config on the corridor, as a file.
@@ -100,11 +102,14 @@ fn a_registered_env_trains_by_name_alone_and_in_parallel() {
         "env.target=0.5",
     ]
     .map(String::from);
-    let cfg = RunConfig::resolve_in(&registry(), &source, &budget).unwrap();
+    let cfg = registry().resolve(&source, &budget).unwrap();
     let settings: CorridorSettings = cfg.env.settings().unwrap();
     assert_eq!((cfg.env.kind.as_str(), settings.target), ("corridor", 0.5));
 
-    let (run_dir, summary) = run(&plan(cfg.clone(), dir.join("alone"))).unwrap().unwrap();
+    let (run_dir, summary) = registry()
+        .run(&plan(cfg.clone(), dir.join("alone")))
+        .unwrap()
+        .unwrap();
     assert_eq!(summary.episodes, 160);
     let saved = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
     assert!(saved.contains("kind = \"corridor\"") && saved.contains("target = 0.5"));
@@ -114,13 +119,17 @@ fn a_registered_env_trains_by_name_alone_and_in_parallel() {
     assert!(eval > -10.0 && eval <= 0.0, "eval return {eval}");
 
     // The same env under gradient averaging on two threads.
-    let parallel = cfg
-        .with_overrides(&[
-            "parallel.workers=2".into(),
-            "parallel.strategy=\"averaging\"".into(),
-        ])
+    let parallel = registry()
+        .with_overrides(
+            &cfg,
+            &[
+                "parallel.workers=2".into(),
+                "parallel.strategy=\"averaging\"".into(),
+            ],
+        )
         .unwrap();
-    let (_, summary) = run(&plan(parallel, dir.join("averaging")))
+    let (_, summary) = registry()
+        .run(&plan(parallel, dir.join("averaging")))
         .unwrap()
         .unwrap();
     assert_eq!(summary.episodes, 160);
@@ -130,14 +139,16 @@ fn a_registered_env_trains_by_name_alone_and_in_parallel() {
 fn a_registry_without_the_env_refuses_its_name_and_its_keys_are_checked() {
     let dir = scratch("registry-refusals");
     let source = corridor_config(&dir);
-    let unknown = RunConfig::resolve(&source, &[]).unwrap_err().to_string();
+    let unknown = resolve(&source, &[]).unwrap_err().to_string();
     assert!(unknown.contains("unknown env `corridor`"), "{unknown}");
     assert!(unknown.contains("worm, arm-push"), "{unknown}");
-    let typo = RunConfig::resolve_in(&registry(), &source, &["env.targt=1".into()])
+    let typo = registry()
+        .resolve(&source, &["env.targt=1".into()])
         .unwrap_err()
         .to_string();
     assert!(typo.contains("unknown key `env.targt`"), "{typo}");
-    let wrong_type = RunConfig::resolve_in(&registry(), &source, &["env.target=\"far\"".into()])
+    let wrong_type = registry()
+        .resolve(&source, &["env.target=\"far\"".into()])
         .unwrap_err()
         .to_string();
     assert!(wrong_type.contains("env.target"), "{wrong_type}");

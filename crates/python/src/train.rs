@@ -20,9 +20,8 @@ use shoal_rl_core::{Error, StopFlag, rng_from_seed};
 use shoal_rl_eval::CheckpointSelector;
 use shoal_rl_parallel::{Backend, ProcessConfig};
 use shoal_rl_registry::EnvRegistry;
-use shoal_rl_train::config::{EnvConfig, Registries, RunConfig, is_config_file};
-use shoal_rl_train::overrides::assignments_to;
-use shoal_rl_train::{Plan, TrainedPolicy};
+use shoal_rl_train::config::{EnvConfig, RunConfig};
+use shoal_rl_train::{Plan, Registries, TrainedPolicy};
 
 use crate::config::from_py;
 use crate::gym::{GymSettings, take_env_error};
@@ -109,50 +108,25 @@ pub fn train(
             .into_owned(),
         _ => preset.to_string(),
     };
-    // A switched `algo.kind` is read with the source, so the keys the
-    // source leaves out take the new kind's defaults; the other settings
-    // apply after the env below is in place.
-    let kind: Vec<String> = assignments_to(&sets, "algo.kind").cloned().collect();
-    let mut cfg = RunConfig::resolve_in(&registries, &source, &kind).map_err(|e| raise(py, e))?;
-    if let Some(id) = env {
-        let kwargs = match env_kwargs {
-            Some(kwargs) => {
-                let json = from_py(kwargs.as_any())
-                    .map_err(|why| PyValueError::new_err(format!("env_kwargs: {why}")))?;
-                toml::Table::try_from(json)
-                    .map_err(|e| PyValueError::new_err(format!("env_kwargs: {e}")))?
-            }
-            None => toml::Table::new(),
-        };
-        // A Gymnasium goal env where the preset trains a goal task (HER,
-        // subgoals), a plain one where it trains a plain env.
-        let goal_task = cfg.is_goal_task().map_err(|e| raise(py, e))?;
-        let kind = if goal_task {
-            "gymnasium-goal"
-        } else {
-            "gymnasium"
-        };
-        // The run is named for what it trains (`ppo-Pendulum-v1`, in
-        // `runs/` and on plots), not for the preset's env.
-        let name: String = id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        cfg.preset = format!("{}-{name}", cfg.algo.kind());
-        cfg.env = EnvConfig::new(kind, &GymSettings { id, kwargs }).map_err(|e| raise(py, e))?;
-    }
-    let mut cfg = cfg.with_overrides(&sets).map_err(|e| raise(py, e))?;
-    // As `RunConfig::resolve` does: a saved or given config file already
-    // holds the values it trains with (a resumed averaging run's shared batch).
-    if !is_config_file(&source) {
-        cfg.follow_workers(&sets);
-    }
+    // A Gymnasium env takes the place of the source's before the overrides,
+    // so they may name its keys; the library keeps the order of the rest
+    // (a switched `algo.kind` read with the source, worker rules for
+    // presets only).
+    let env_kwargs = match (&env, env_kwargs) {
+        (Some(_), Some(kwargs)) => {
+            let json = from_py(kwargs.as_any())
+                .map_err(|why| PyValueError::new_err(format!("env_kwargs: {why}")))?;
+            toml::Table::try_from(json)
+                .map_err(|e| PyValueError::new_err(format!("env_kwargs: {e}")))?
+        }
+        _ => toml::Table::new(),
+    };
+    let cfg = registries
+        .resolve_with(&source, &sets, |cfg| match env {
+            Some(id) => gymnasium_env(&registries, cfg, id, env_kwargs),
+            None => Ok(()),
+        })
+        .map_err(|e| raise(py, e))?;
 
     let stop = StopFlag::new();
     let workers = worker_processes(py, &cfg, &out, &resume)?;
@@ -162,6 +136,36 @@ pub fn train(
     plan.options.quiet = !progress;
     plan.options.worker_processes = workers;
     run_watched(py, &plan, &stop)
+}
+
+/// Puts the Gymnasium env `id` (made with `kwargs`) in `cfg`'s place: a goal
+/// env where the preset trains a goal task (HER, subgoals), a plain one
+/// where it trains a plain env. The run is named for what it trains
+/// (`ppo-Pendulum-v1`, in `runs/` and on plots), not for the preset's env.
+fn gymnasium_env(
+    registries: &Registries,
+    cfg: &mut RunConfig,
+    id: String,
+    kwargs: toml::Table,
+) -> Result<(), Error> {
+    let kind = if registries.is_goal_task(cfg)? {
+        "gymnasium-goal"
+    } else {
+        "gymnasium"
+    };
+    let name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    cfg.preset = format!("{}-{name}", cfg.algo.kind());
+    cfg.env = EnvConfig::new(kind, &GymSettings { id, kwargs })?;
+    Ok(())
 }
 
 /// The environment variable that hands a worker process its run: the
@@ -228,7 +232,8 @@ pub fn _run_worker(py: Python<'_>) -> PyResult<()> {
     })?;
     let run: WorkerRun = serde_json::from_str(&run)
         .map_err(|e| PyValueError::new_err(format!("{WORKER_RUN_VAR}: {e}")))?;
-    let cfg = RunConfig::from_toml_in(registries(), &run.config, WORKER_RUN_VAR)
+    let cfg = registries()
+        .from_toml(&run.config, WORKER_RUN_VAR)
         .map_err(|e| raise(py, e))?;
     let stop = StopFlag::new();
     let mut plan = Plan::new(cfg).stop(stop.clone()).quiet();
@@ -246,7 +251,7 @@ fn run_watched(py: Python<'_>, plan: &Plan, stop: &StopFlag) -> PyResult<Option<
     let outcome = std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("shoal-train".into())
-            .spawn_scoped(scope, || shoal_rl_train::run(plan))
+            .spawn_scoped(scope, || registries().run(plan))
             .map_err(|e| PyValueError::new_err(format!("cannot start the training thread: {e}")))?;
         while !worker.is_finished() {
             py.detach(|| std::thread::sleep(Duration::from_millis(50)));
@@ -284,8 +289,9 @@ impl TrainedPolicyCore {
     #[pyo3(signature = (run_dir, checkpoint="best", seed=0))]
     fn new(py: Python<'_>, run_dir: PathBuf, checkpoint: &str, seed: u64) -> PyResult<Self> {
         let which = CheckpointSelector::parse(checkpoint);
-        let policy =
-            TrainedPolicy::load_in(registries(), &run_dir, &which).map_err(|e| raise(py, e))?;
+        let policy = registries()
+            .load_policy(&run_dir, &which)
+            .map_err(|e| raise(py, e))?;
         Ok(TrainedPolicyCore {
             policy,
             rng: rng_from_seed(seed),
@@ -364,7 +370,7 @@ impl TrainedPolicyCore {
                 .get("id")
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
-            kind => config
+            kind => registries()
                 .envs
                 .get(kind)
                 .ok()

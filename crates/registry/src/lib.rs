@@ -11,7 +11,8 @@
 //! A run's env is an [`EnvConfig`]: the id and the settings as a TOML table,
 //! exactly as `config.toml` holds them. A registry is a plain value: the
 //! built-in one is [`EnvRegistry::builtin`], and a program adds its own envs
-//! with [`EnvRegistry::with`]; nothing is registered globally.
+//! with [`EnvRegistry::with`]; nothing is registered globally. The same
+//! [`Registry`] type holds shoal-rl-train's algorithms and strategies.
 //!
 //! ```
 //! use shoal_rl_core::Env;
@@ -210,130 +211,178 @@ pub fn table_of<S: Serialize>(settings: &S) -> Result<toml::Table> {
     Ok(toml::from_str(&text).expect("TOML written by toml parses"))
 }
 
-/// A registry of envs, by id. Cloning shares the table.
-#[derive(Clone)]
-pub struct EnvRegistry {
-    entries: Arc<Vec<EnvEntry>>,
+/// One entry of a [`Registry`]: an env, an algorithm or a strategy. The
+/// registry finds entries by [`Entry::name`] and starts from
+/// [`Entry::builtin`]; everything else an entry knows is its own.
+pub trait Entry: Clone {
+    /// What one entry is called in errors (`env`, `algorithm`).
+    const WHAT: &'static str;
+    /// What several are called in errors (`envs`, `algorithms`).
+    const PLURAL: &'static str;
+    /// Said after the list of names when a name is unknown.
+    const HINT: &'static str = "";
+    /// The name configs give it.
+    fn name(&self) -> &'static str;
+    /// One line for `--help`.
+    fn about(&self) -> &'static str;
+    /// shoal's own entries, in the order `--help` lists them.
+    fn builtin() -> Vec<Self>;
 }
 
-impl fmt::Debug for EnvRegistry {
+/// A table of entries by name, for envs ([`EnvRegistry`]), algorithms and
+/// strategies alike. A plain value: nothing is registered globally, and
+/// cloning shares the table.
+pub struct Registry<E> {
+    entries: Arc<Vec<E>>,
+}
+
+impl<E> Clone for Registry<E> {
+    fn clone(&self) -> Self {
+        Registry {
+            entries: Arc::clone(&self.entries),
+        }
+    }
+}
+
+impl<E: Entry> fmt::Debug for Registry<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.ids()).finish()
+        f.debug_list().entries(self.names()).finish()
     }
 }
 
-/// Two registries are equal when they name the same envs in the same order
-/// (entries hold functions, which do not compare).
-impl PartialEq for EnvRegistry {
+/// Two registries are equal when they name the same entries in the same
+/// order (entries hold functions, which do not compare).
+impl<E: Entry> PartialEq for Registry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.ids() == other.ids()
+        self.names() == other.names()
     }
 }
 
-impl Default for EnvRegistry {
+impl<E: Entry> Default for Registry<E> {
     fn default() -> Self {
         Self::builtin()
     }
 }
 
-impl EnvRegistry {
-    /// No envs.
+impl<E: Entry> Registry<E> {
+    /// No entries.
     pub fn empty() -> Self {
-        EnvRegistry {
+        Registry {
             entries: Arc::new(Vec::new()),
         }
     }
 
-    /// shoal's own envs.
+    /// shoal's own entries.
     pub fn builtin() -> Self {
-        Self::empty()
-            .with(
-                EnvEntry::plain::<shoal_rl_env::Worm>(
-                    "worm",
-                    "planar multi-link swimmer in a viscous medium: swim forward",
-                )
-                .python_id("shoal/Worm-v0")
-                .scene(|table| Ok(Scene::Worm(settings_of(table)?)))
-                .reference(worm_gait),
-            )
-            .with(
-                EnvEntry::goal::<shoal_rl_env::ArmPush>(
-                    "arm-push",
-                    "a gripper pushes a box to a goal on a table",
-                )
-                .python_id("shoal/ArmPush-v0")
-                .scene(arm_scene::<shoal_rl_env::ArmPushConfig>),
-            )
-            .with(
-                EnvEntry::goal::<shoal_rl_env::BallToNet>(
-                    "ball-to-net",
-                    "a gripper strikes a ball into a net",
-                )
-                .python_id("shoal/BallToNet-v0")
-                .scene(arm_scene::<shoal_rl_env::BallToNetConfig>),
-            )
-            .with(
-                EnvEntry::goal::<shoal_rl_env::Ur5Reacher>(
-                    "ur5-reacher",
-                    "the HAC paper's servo-driven 3-joint UR5 arm turns its joints to goal angles",
-                )
-                .python_id("shoal/UR5Reacher-v1")
-                .scene(|table| {
-                    let reacher: shoal_rl_env::Ur5ReacherConfig = settings_of(table)?;
-                    Ok(Scene::Chain((&reacher).into()))
-                }),
-            )
-            .with(
-                EnvEntry::goal::<shoal_rl_env::InvertedPendulum>(
-                    "pendulum",
-                    "swing a torque-limited pendulum up to a goal angle and speed (HAC paper)",
-                )
-                .python_id("shoal/Pendulum-v0")
-                .scene(|table| {
-                    let pendulum: shoal_rl_env::InvertedPendulumConfig = settings_of(table)?;
-                    Ok(Scene::Chain((&pendulum).into()))
-                }),
-            )
-            .with(EnvEntry::plain::<shoal_rl_env::PointReach>(
-                "point-reach",
-                "toy: move a point to a fixed target (fast tests)",
-            ))
-            .with(EnvEntry::goal::<shoal_rl_env::PointGoal>(
-                "point-goal",
-                "toy: move a point to a goal (fast tests of goal algorithms)",
-            ))
+        E::builtin().into_iter().fold(Self::empty(), Self::with)
     }
 
-    /// This registry with `entry` added, or replacing the entry of its id.
-    pub fn with(self, entry: EnvEntry) -> Self {
+    /// This registry with `entry` added, or replacing the entry of its name.
+    #[must_use]
+    pub fn with(self, entry: E) -> Self {
         let mut entries = self.entries.as_ref().clone();
-        entries.retain(|e| e.id != entry.id);
+        entries.retain(|e| e.name() != entry.name());
         entries.push(entry);
-        EnvRegistry {
+        Registry {
             entries: Arc::new(entries),
         }
     }
 
     /// Every entry, in registration order.
-    pub fn entries(&self) -> &[EnvEntry] {
+    pub fn entries(&self) -> &[E] {
         &self.entries
     }
 
-    /// Every id, in registration order.
-    pub fn ids(&self) -> Vec<&'static str> {
-        self.entries.iter().map(|e| e.id).collect()
+    /// Every name, in registration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries.iter().map(Entry::name).collect()
     }
 
-    /// The entry of `id`, or an error listing the ids there are.
-    pub fn get(&self, id: &str) -> Result<&EnvEntry> {
-        self.entries.iter().find(|e| e.id == id).ok_or_else(|| {
-            Error::Config(format!(
-                "unknown env `{id}` (envs: {})",
-                self.ids().join(", ")
-            ))
-        })
+    /// The entry of `name`, or an error listing the names there are.
+    pub fn get(&self, name: &str) -> Result<&E> {
+        self.entries
+            .iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown {} `{name}` ({}: {}){}",
+                    E::WHAT,
+                    E::PLURAL,
+                    self.names().join(", "),
+                    E::HINT
+                ))
+            })
+    }
+}
+
+/// The envs a config's `env.kind` names.
+pub type EnvRegistry = Registry<EnvEntry>;
+
+impl Entry for EnvEntry {
+    const WHAT: &'static str = "env";
+    const PLURAL: &'static str = "envs";
+
+    fn name(&self) -> &'static str {
+        self.id
     }
 
+    fn about(&self) -> &'static str {
+        self.about
+    }
+
+    fn builtin() -> Vec<Self> {
+        vec![
+            EnvEntry::plain::<shoal_rl_env::Worm>(
+                "worm",
+                "planar multi-link swimmer in a viscous medium: swim forward",
+            )
+            .python_id("shoal/Worm-v0")
+            .scene(|table| Ok(Scene::Worm(settings_of(table)?)))
+            .reference(worm_gait),
+            EnvEntry::goal::<shoal_rl_env::ArmPush>(
+                "arm-push",
+                "a gripper pushes a box to a goal on a table",
+            )
+            .python_id("shoal/ArmPush-v0")
+            .scene(arm_scene::<shoal_rl_env::ArmPushConfig>),
+            EnvEntry::goal::<shoal_rl_env::BallToNet>(
+                "ball-to-net",
+                "a gripper strikes a ball into a net",
+            )
+            .python_id("shoal/BallToNet-v0")
+            .scene(arm_scene::<shoal_rl_env::BallToNetConfig>),
+            EnvEntry::goal::<shoal_rl_env::Ur5Reacher>(
+                "ur5-reacher",
+                "the HAC paper's servo-driven 3-joint UR5 arm turns its joints to goal angles",
+            )
+            .python_id("shoal/UR5Reacher-v1")
+            .scene(|table| {
+                let reacher: shoal_rl_env::Ur5ReacherConfig = settings_of(table)?;
+                Ok(Scene::Chain((&reacher).into()))
+            }),
+            EnvEntry::goal::<shoal_rl_env::InvertedPendulum>(
+                "pendulum",
+                "swing a torque-limited pendulum up to a goal angle and speed (HAC paper)",
+            )
+            .python_id("shoal/Pendulum-v0")
+            .scene(|table| {
+                let pendulum: shoal_rl_env::InvertedPendulumConfig = settings_of(table)?;
+                Ok(Scene::Chain((&pendulum).into()))
+            }),
+            EnvEntry::plain::<shoal_rl_env::PointReach>(
+                "point-reach",
+                "toy: move a point to a fixed target (fast tests)",
+            ),
+            EnvEntry::goal::<shoal_rl_env::PointGoal>(
+                "point-goal",
+                "toy: move a point to a goal (fast tests of goal algorithms)",
+            ),
+        ]
+    }
+}
+
+/// What only an env registry does: check settings and build envs.
+impl Registry<EnvEntry> {
     /// Checks `env`'s id and settings (keys and types) without building it.
     pub fn check(&self, env: &EnvConfig) -> Result<()> {
         (self.get(&env.kind)?.check)(&env.settings)

@@ -1,44 +1,133 @@
 //! The algorithms a config can name: an open registry, as the envs' is.
 //! Each [`AlgoEntry`] owns everything shoal knows of its algorithm: its
 //! `algo.kind`, its settings (defaults, checks, documented keys), whether it
-//! needs a goal env, and the factories of its learners. The built-in table
-//! is [`AlgoRegistry::builtin`]; a program adds its own algorithm with
-//! [`AlgoRegistry::with`] and trains it by name
-//! ([`Registries`](crate::config::Registries)). A new built-in algorithm is
-//! its module in shoal-rl-algo and one entry here.
+//! needs a goal env, the factories of its learners and its worker rules.
+//! The built-in table is [`AlgoRegistry::builtin`]; a program adds its own
+//! algorithm with [`Registry::with`] and trains it by name
+//! ([`Registries`](crate::Registries)). A new built-in algorithm is its
+//! module in shoal-rl-algo and one entry here.
+//!
+//! A factory sees only what a learner is built from ([`LearnerContext`]):
+//! its settings, its envs, its seed and its share of the run.
 //!
 //! ```
-//! use shoal_rl_train::algos::{AlgoEntry, AlgoRegistry};
-//! use shoal_rl_train::algos::make_reinforce;
+//! use shoal_rl_train::algos::{AlgoEntry, AlgoRegistry, make_reinforce};
 //!
 //! // An algorithm of one's own: here REINFORCE under another name.
 //! let algos = AlgoRegistry::builtin().with(AlgoEntry::new::<shoal_rl_algo::ReinforceConfig>(
 //!     "my-reinforce",
 //!     "REINFORCE, registered by a program",
-//!     |cfg, rank, lr_scale| Ok(Box::new(make_reinforce(cfg, rank, lr_scale)?)),
+//!     |learner| Ok(Box::new(make_reinforce(learner)?)),
 //! ));
 //! assert!(algos.get("my-reinforce").is_ok());
 //! assert!(algos.get("dqn").unwrap_err().to_string().contains("algorithms: reinforce"));
 //! ```
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
 use shoal_rl_core::docs::key_docs;
 use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner, WithoutGoals};
+pub use shoal_rl_registry::Registry;
 // Typed settings as a TOML table, through the text so an `f32` reads as written.
-use shoal_rl_registry::{EnvConfig, table_of};
+use shoal_rl_registry::{Entry, EnvConfig, EnvRegistry, table_of};
 
-use crate::config::{RunConfig, StrategyKind};
+use crate::config::{AlgoConfig, RunConfig};
+use crate::worker_rules::{
+    Named, SPREAD_POOL_FROM, Share, averaging_ddpg_work, raise_averaging_budget, shared_batch,
+    spread_lr_scales,
+};
 
-/// Builds the learner of a worker: config, rank, learning-rate scale.
-pub type MakeLearner = fn(&RunConfig, usize, f64) -> Result<Box<dyn GradientLearner>>;
+/// The algorithms a config's `algo.kind` names.
+pub type AlgoRegistry = Registry<AlgoEntry>;
 
-/// Builds the rollout-gathering learner of a worker: config, rank.
-pub type MakeRolloutLearner = fn(&RunConfig, usize) -> Result<Box<dyn RolloutLearner>>;
+/// Builds the learner of a worker.
+pub type MakeLearner = fn(&LearnerContext<'_>) -> Result<Box<dyn GradientLearner>>;
+
+/// Builds the rollout-gathering learner of a worker.
+pub type MakeRolloutLearner = fn(&LearnerContext<'_>) -> Result<Box<dyn RolloutLearner>>;
+
+/// The worker rules of an algorithm: how a preset's settings follow the
+/// workers its strategy shares the run among ([`crate::worker_rules`]),
+/// leaving the keys the overrides name.
+pub type WorkerRules = fn(&mut RunConfig, &Share, Named<'_>);
+
+/// What one worker's learner is built from, and nothing more: its
+/// algorithm's settings, its envs, its seed, its learning-rate multiplier
+/// and its share of the run.
+pub struct LearnerContext<'a> {
+    /// The algorithm's `kind`.
+    pub kind: &'a str,
+    /// The `[algo]` settings, whole.
+    pub settings: &'a toml::Table,
+    /// The worker's rank.
+    pub rank: usize,
+    /// The worker's seed: the run's seed + rank.
+    pub seed: u64,
+    /// Multiplies the learner's learning rates (the pool's per-candidate
+    /// scale; 1 elsewhere).
+    pub lr_scale: f64,
+    /// What the strategy gives this worker of the run.
+    pub share: Share,
+    envs: &'a EnvRegistry,
+    env: &'a EnvConfig,
+    eval_env: EnvConfig,
+}
+
+impl<'a> LearnerContext<'a> {
+    /// Worker `rank`'s context in the run `cfg`, its envs from `envs`.
+    pub fn new(
+        envs: &'a EnvRegistry,
+        cfg: &'a RunConfig,
+        rank: usize,
+        lr_scale: f64,
+        share: Share,
+    ) -> Result<Self> {
+        Ok(LearnerContext {
+            kind: cfg.algo.kind(),
+            settings: &cfg.algo.settings,
+            rank,
+            seed: shoal_rl_parallel::worker_seed(cfg.seed, rank),
+            lr_scale,
+            share,
+            envs,
+            env: &cfg.env,
+            eval_env: cfg.eval_env_config()?,
+        })
+    }
+
+    /// The settings as the algorithm's typed struct.
+    pub fn settings<S: DeserializeOwned>(&self) -> Result<S> {
+        AlgoConfig::settings_of(self.settings)
+    }
+
+    /// A fresh training env.
+    pub fn env(&self) -> Result<Box<dyn Env>> {
+        self.envs.make_env(self.env)
+    }
+
+    /// A fresh evaluation env (the training env with `[eval_env]` laid over).
+    pub fn eval_env(&self) -> Result<Box<dyn Env>> {
+        self.envs.make_env(&self.eval_env)
+    }
+
+    /// A fresh goal-conditioned training env.
+    pub fn goal_env(&self) -> Result<Box<dyn GoalEnv>> {
+        self.envs.make_goal_env(self.env)
+    }
+
+    /// A fresh goal-conditioned evaluation env.
+    pub fn eval_goal_env(&self) -> Result<Box<dyn GoalEnv>> {
+        self.envs.make_goal_env(&self.eval_env)
+    }
+
+    /// Whether the run's env is goal-conditioned.
+    pub fn is_goal_task(&self) -> Result<bool> {
+        self.envs.is_goal(self.env)
+    }
+}
 
 /// One algorithm of a registry.
 #[derive(Clone, Copy)]
@@ -58,12 +147,13 @@ pub struct AlgoEntry {
     pub normalize: fn(&toml::Table) -> Result<toml::Table>,
     /// Every settings key with its doc comment.
     pub key_docs: fn() -> Vec<(String, String)>,
-    /// The learner of worker `rank` (seeded `seed + rank`), its learning
-    /// rates multiplied by the third argument (the pool's per-worker scale).
+    /// The learner of a worker.
     pub learner: MakeLearner,
     /// Its learner for rollout gathering, if it can collect episodes apart
     /// from updating on them.
     pub rollout_learner: Option<MakeRolloutLearner>,
+    /// How a preset's settings follow the workers (none by default).
+    pub worker_rules: WorkerRules,
 }
 
 impl fmt::Debug for AlgoEntry {
@@ -80,8 +170,8 @@ impl AlgoEntry {
     /// An algorithm whose `[algo]` table is the settings struct `S` (a serde
     /// type with defaults that refuses unknown keys), trained by the
     /// learners `learner` builds; for plain envs, without rollout
-    /// gathering and without documented keys (add them with the builder
-    /// methods).
+    /// gathering, worker rules or documented keys (add them with the
+    /// builder methods).
     pub fn new<S: Serialize + DeserializeOwned + Default>(
         kind: &'static str,
         about: &'static str,
@@ -92,10 +182,11 @@ impl AlgoEntry {
             about,
             goal_env: false,
             defaults: || table_of(&S::default()).expect("default settings are TOML"),
-            normalize: |table| table_of(&settings_of::<S>(table)?),
+            normalize: |table| table_of(&AlgoConfig::settings_of::<S>(table)?),
             key_docs: Vec::new,
             learner,
             rollout_learner: None,
+            worker_rules: |_, _, _| {},
         }
     }
 
@@ -140,336 +231,254 @@ impl AlgoEntry {
         self.key_docs = docs;
         self
     }
-}
 
-/// A registry of algorithms, by kind. Cloning shares the table.
-#[derive(Clone)]
-pub struct AlgoRegistry {
-    entries: Arc<Vec<AlgoEntry>>,
-}
-
-impl fmt::Debug for AlgoRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.kinds()).finish()
+    /// With worker rules.
+    #[must_use]
+    pub fn worker_rules(mut self, rules: WorkerRules) -> Self {
+        self.worker_rules = rules;
+        self
     }
 }
 
-impl Default for AlgoRegistry {
-    fn default() -> Self {
-        Self::builtin()
-    }
-}
+impl Entry for AlgoEntry {
+    const WHAT: &'static str = "algorithm";
+    const PLURAL: &'static str = "algorithms";
 
-/// Equal when they name the same algorithms (the factories are code).
-impl PartialEq for AlgoRegistry {
-    fn eq(&self, other: &Self) -> bool {
-        self.kinds() == other.kinds()
+    fn name(&self) -> &'static str {
+        self.kind
     }
-}
 
-impl AlgoRegistry {
-    /// No algorithms.
-    pub fn empty() -> Self {
-        AlgoRegistry {
-            entries: Arc::new(Vec::new()),
-        }
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     /// shoal's own algorithms.
-    pub fn builtin() -> Self {
-        Self::empty()
-            .with(
-                AlgoEntry::new::<ReinforceConfig>(
-                    "reinforce",
-                    "REINFORCE with a learned baseline and a Beta policy",
-                    |cfg, rank, scale| Ok(Box::new(make_reinforce(cfg, rank, scale)?)),
-                )
-                .rollout_learner(|cfg, rank| Ok(Box::new(make_reinforce(cfg, rank, 1.0)?)))
-                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "ReinforceConfig")),
+    fn builtin() -> Vec<Self> {
+        vec![
+            AlgoEntry::new::<ReinforceConfig>(
+                "reinforce",
+                "REINFORCE with a learned baseline and a Beta policy",
+                |learner| Ok(Box::new(make_reinforce(learner)?)),
             )
-            .with(
-                AlgoEntry::new::<PpoConfig>(
-                    "ppo",
-                    "PPO with GAE(λ) and a Beta (or Gaussian) policy",
-                    |cfg, rank, scale| Ok(Box::new(make_ppo(cfg, rank, scale)?)),
-                )
-                .rollout_learner(|cfg, rank| Ok(Box::new(make_ppo(cfg, rank, 1.0)?)))
-                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "PpoConfig")),
+            .rollout_learner(|learner| Ok(Box::new(make_reinforce(learner)?)))
+            .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "ReinforceConfig"))
+            .worker_rules(spread_pool_rates),
+            AlgoEntry::new::<PpoConfig>(
+                "ppo",
+                "PPO with GAE(λ) and a Beta (or Gaussian) policy",
+                |learner| Ok(Box::new(make_ppo(learner)?)),
             )
-            .with(ddpg_agent(
+            .rollout_learner(|learner| Ok(Box::new(make_ppo(learner)?)))
+            .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "PpoConfig")),
+            ddpg_agent(
                 "ddpg",
                 "DDPG (with hindsight experience replay on goal envs)",
                 || table_of(&DdpgConfig::default()).expect("DDPG's settings are TOML"),
-            ))
+            ),
             // TD3 is DDPG's agent with TD3's four settings
             // (`DdpgConfig::td3`, which says why `action_l2` stays).
-            .with(ddpg_agent(
+            ddpg_agent(
                 "td3",
                 "TD3 (twin critics, target smoothing, delayed actor; with hindsight experience \
                  replay on goal envs)",
                 || table_of(&DdpgConfig::td3()).expect("TD3's settings are TOML"),
-            ))
+            ),
             // SAC is DDPG's agent with a Gaussian actor and SAC's settings
             // (`DdpgConfig::sac`, which says why the cycle schedule stays).
-            .with(ddpg_agent(
+            ddpg_agent(
                 "sac",
                 "SAC (Gaussian actor, twin critics, learned temperature; with hindsight \
                  experience replay on goal envs)",
                 || table_of(&DdpgConfig::sac()).expect("SAC's settings are TOML"),
-            ))
-            .with(
-                AlgoEntry::new::<HacConfig>(
-                    "hac",
-                    "hierarchical actor-critic (HAC) with HER on every level",
-                    |cfg, rank, scale| Ok(Box::new(make_hac(cfg, rank, scale)?)),
-                )
-                .goal_env()
-                .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "HacConfig")),
+            ),
+            AlgoEntry::new::<HacConfig>(
+                "hac",
+                "hierarchical actor-critic (HAC) with HER on every level",
+                |learner| Ok(Box::new(make_hac(learner)?)),
             )
-    }
-
-    /// This registry with `entry` added, or replacing the entry of its kind.
-    #[must_use]
-    pub fn with(self, entry: AlgoEntry) -> Self {
-        let mut entries = self.entries.as_ref().clone();
-        entries.retain(|e| e.kind != entry.kind);
-        entries.push(entry);
-        AlgoRegistry {
-            entries: Arc::new(entries),
-        }
-    }
-
-    /// Every entry, in registration order.
-    pub fn entries(&self) -> &[AlgoEntry] {
-        &self.entries
-    }
-
-    /// Every kind, in registration order.
-    pub fn kinds(&self) -> Vec<&'static str> {
-        self.entries.iter().map(|e| e.kind).collect()
-    }
-
-    /// The entry of `kind`, or an error listing the algorithms there are.
-    pub fn get(&self, kind: &str) -> Result<&AlgoEntry> {
-        self.entries.iter().find(|a| a.kind == kind).ok_or_else(|| {
-            Error::Config(format!(
-                "unknown algorithm `{kind}` (algorithms: {})",
-                self.kinds().join(", ")
-            ))
-        })
-    }
-
-    /// The kinds that can train under `gather`, comma-separated.
-    pub fn gather_kinds(&self) -> String {
-        let kinds: Vec<&str> = self
-            .entries
-            .iter()
-            .filter(|a| a.rollout_learner.is_some())
-            .map(|a| a.kind)
-            .collect();
-        kinds.join(", ")
+            .goal_env()
+            .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "HacConfig"))
+            .worker_rules(hac_averaging_rules),
+        ]
     }
 }
 
-// ---- shoal's own algorithms: each entry's factories ----
+/// The kinds of `algos` that can train under rollout gathering,
+/// comma-separated.
+pub fn gather_kinds(algos: &AlgoRegistry) -> String {
+    let kinds: Vec<&str> = algos
+        .entries()
+        .iter()
+        .filter(|a| a.rollout_learner.is_some())
+        .map(|a| a.kind)
+        .collect();
+    kinds.join(", ")
+}
 
-/// An entry of DDPG's agent (`ddpg`, `td3`, `sac`): the same factory and
-/// settings struct, with the variant's `defaults`. It trains on goal envs
-/// (with HER) and on plain ones ([`WithoutGoals`], `her_k = 0`).
+// ---- shoal's own algorithms: each entry's factories and rules ----
+
+/// An entry of DDPG's agent (`ddpg`, `td3`, `sac`): the same factory,
+/// settings struct and worker rules, with the variant's `defaults`. It
+/// trains on goal envs (with HER) and on plain ones ([`WithoutGoals`],
+/// `her_k = 0`).
 fn ddpg_agent(kind: &'static str, about: &'static str, defaults: fn() -> toml::Table) -> AlgoEntry {
-    AlgoEntry::new::<DdpgConfig>(kind, about, |cfg, rank, scale| {
-        Ok(Box::new(make_ddpg(cfg, rank, scale)?))
-    })
-    .defaults(defaults)
-    .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
+    AlgoEntry::new::<DdpgConfig>(kind, about, |learner| Ok(Box::new(make_ddpg(learner)?)))
+        .defaults(defaults)
+        .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
+        .worker_rules(ddpg_averaging_rules)
+}
+
+/// Averaging workers of DDPG's agent: a larger budget, and the batch split
+/// between them or shrunk with fewer updates ([`averaging_ddpg_work`]).
+fn ddpg_averaging_rules(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
+    if !share.averages_gradients || share.workers < 2 {
+        return;
+    }
+    raise_averaging_budget(cfg, share, named);
+    if named.has("algo.batch_size") {
+        return;
+    }
+    let Ok(mut ddpg) = cfg.algo.settings::<DdpgConfig>() else {
+        return;
+    };
+    let (batch, updates) = averaging_ddpg_work(ddpg.batch_size, ddpg.n_batches, share.workers);
+    ddpg.batch_size = batch;
+    if !named.has("algo.n_batches") {
+        ddpg.n_batches = updates;
+    }
+    cfg.algo = AlgoConfig::new(cfg.algo.kind(), &ddpg).expect("DDPG's settings are TOML");
+}
+
+/// Averaging workers of HAC: a larger budget and the batch split between
+/// them.
+fn hac_averaging_rules(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
+    if !share.averages_gradients || share.workers < 2 {
+        return;
+    }
+    raise_averaging_budget(cfg, share, named);
+    if named.has("algo.batch_size") {
+        return;
+    }
+    if let Ok(mut hac) = cfg.algo.settings::<HacConfig>() {
+        hac.batch_size = shared_batch(hac.batch_size, share.workers);
+        cfg.algo = AlgoConfig::new("hac", &hac).expect("HAC's settings are TOML");
+    }
+}
+
+/// A REINFORCE pool of [`SPREAD_POOL_FROM`] or more candidates: their
+/// learning rates spread over a decade ([`spread_lr_scales`]).
+fn spread_pool_rates(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
+    if let Some(candidates) = share.candidates
+        && candidates >= SPREAD_POOL_FROM
+        && !named.has("parallel.worker_lr_scales")
+    {
+        cfg.parallel.worker_lr_scales = spread_lr_scales(candidates);
+    }
 }
 
 /// The env of `config` as DDPG's agent sees it: a goal env as it is, a
 /// plain env as one without goals.
-fn ddpg_env(cfg: &RunConfig, config: &EnvConfig) -> Result<Box<dyn GoalEnv>> {
-    if cfg.envs.is_goal(config)? {
-        cfg.envs.make_goal_env(config)
+fn ddpg_env(
+    learner: &LearnerContext<'_>,
+    goal: impl Fn() -> Result<Box<dyn GoalEnv>>,
+    plain: impl Fn() -> Result<Box<dyn Env>>,
+) -> Result<Box<dyn GoalEnv>> {
+    if learner.is_goal_task()? {
+        goal()
     } else {
-        Ok(Box::new(WithoutGoals(cfg.envs.make_env(config)?)))
+        Ok(Box::new(WithoutGoals(plain()?)))
     }
 }
 
-/// The DDPG + HER learner of worker `rank`, from `[algo]` as DDPG's
-/// settings; TD3's and SAC's too (`td3` and `sac` are the same agent with
-/// their own defaults).
-pub fn make_ddpg(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ddpg<Box<dyn GoalEnv>>> {
-    let mut algo: DdpgConfig = cfg.algo.settings()?;
-    if cfg.parallel.strategy == StrategyKind::Averaging {
+/// The DDPG + HER learner of a worker, from `[algo]` as DDPG's settings;
+/// TD3's and SAC's too (`td3` and `sac` are the same agent with their own
+/// defaults).
+pub fn make_ddpg(learner: &LearnerContext<'_>) -> Result<Ddpg<Box<dyn GoalEnv>>> {
+    let mut algo: DdpgConfig = learner.settings()?;
+    if learner.share.averages_gradients {
         algo.check_averaging()?;
     }
-    algo.actor_lr *= lr_scale;
-    algo.critic_lr *= lr_scale;
-    algo.buffer_size = replay_share(cfg, algo.buffer_size);
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
+    algo.actor_lr *= learner.lr_scale;
+    algo.critic_lr *= learner.lr_scale;
+    algo.buffer_size = learner.share.replay(algo.buffer_size);
     Ddpg::new(
         algo,
-        ddpg_env(cfg, &cfg.env)?,
-        ddpg_env(cfg, &cfg.eval_env_config()?)?,
-        seed,
+        ddpg_env(learner, || learner.goal_env(), || learner.env())?,
+        ddpg_env(learner, || learner.eval_goal_env(), || learner.eval_env())?,
+        learner.seed,
     )
 }
 
-/// The HAC learner of worker `rank`, as [`make_learner`](crate::make_learner) builds it; its own
-/// type, for what only HAC does ([`Hac::watch`]).
-pub fn make_hac(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Hac<Box<dyn GoalEnv>>> {
-    if cfg.algo.kind() != "hac" {
+/// The HAC learner of a worker, as its entry builds it; its own type, for
+/// what only HAC does ([`Hac::watch`]).
+pub fn make_hac(learner: &LearnerContext<'_>) -> Result<Hac<Box<dyn GoalEnv>>> {
+    if learner.kind != "hac" {
         return Err(Error::Config(format!(
             "expected a hac config, not `{}`",
-            cfg.algo.kind()
+            learner.kind
         )));
     }
-    let mut algo: HacConfig = cfg.algo.settings()?;
-    algo.actor_lr *= lr_scale;
-    algo.critic_lr *= lr_scale;
-    algo.buffer_size = replay_share(cfg, algo.buffer_size);
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
+    let mut algo: HacConfig = learner.settings()?;
+    algo.actor_lr *= learner.lr_scale;
+    algo.critic_lr *= learner.lr_scale;
+    algo.buffer_size = learner.share.replay(algo.buffer_size);
     Hac::new(
         algo,
-        cfg.envs.make_goal_env(&cfg.env)?,
-        cfg.envs.make_goal_env(&cfg.eval_env_config()?)?,
-        seed,
+        learner.goal_env()?,
+        learner.eval_goal_env()?,
+        learner.seed,
     )
 }
 
-/// One worker's replay capacity. Workers that average gradients share one
-/// experience budget: the total replay size is split between them, not
-/// multiplied.
-fn replay_share(cfg: &RunConfig, total: usize) -> usize {
-    if cfg.parallel.strategy == StrategyKind::Averaging {
-        (total / cfg.parallel.workers.max(1)).max(1)
-    } else {
-        total
-    }
-}
-
-/// The REINFORCE learner of worker `rank`, from `[algo]` as REINFORCE's
+/// The REINFORCE learner of a worker, from `[algo]` as REINFORCE's
 /// settings.
-pub fn make_reinforce(
-    cfg: &RunConfig,
-    rank: usize,
-    lr_scale: f64,
-) -> Result<Reinforce<Box<dyn Env>>> {
-    let mut algo: ReinforceConfig = cfg.algo.settings()?;
-    algo.learning_rate *= lr_scale;
-    algo.value_learning_rate *= lr_scale;
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    Reinforce::new(
-        algo,
-        cfg.envs.make_env(&cfg.env)?,
-        cfg.envs.make_env(&cfg.eval_env_config()?)?,
-        seed,
-    )
+pub fn make_reinforce(learner: &LearnerContext<'_>) -> Result<Reinforce<Box<dyn Env>>> {
+    let mut algo: ReinforceConfig = learner.settings()?;
+    algo.learning_rate *= learner.lr_scale;
+    algo.value_learning_rate *= learner.lr_scale;
+    Reinforce::new(algo, learner.env()?, learner.eval_env()?, learner.seed)
 }
 
-/// PPO anneals its learning rate over the episodes its updates will learn
-/// from: the whole budget for one learner and under rollout gathering
-/// (rank 0 learns from every worker's episodes), a worker's share under
-/// averaging and the pool.
-pub fn make_ppo(cfg: &RunConfig, rank: usize, lr_scale: f64) -> Result<Ppo<Box<dyn Env>>> {
-    let mut algo: PpoConfig = cfg.algo.settings()?;
-    algo.learning_rate *= lr_scale;
-    let seed = shoal_rl_parallel::worker_seed(cfg.seed, rank);
-    let budget = match cfg.parallel.strategy {
-        StrategyKind::None | StrategyKind::Gather => cfg.train.episodes,
-        _ => cfg
-            .train
-            .episodes
-            .div_ceil(cfg.parallel.workers.max(1) as u64),
-    };
-    let ppo = Ppo::new(
-        algo,
-        cfg.envs.make_env(&cfg.env)?,
-        cfg.envs.make_env(&cfg.eval_env_config()?)?,
-        seed,
-    )?;
-    // The step clock is this learner's own env steps: a worker collects
-    // its share of a parallel run's (under gather too, rank 0 counts only
-    // the episodes it collected itself).
-    Ok(match cfg.train.env_steps {
-        Some(steps) => {
-            ppo.anneal_over_env_steps(steps.div_ceil(cfg.parallel.workers.max(1) as u64))
-        }
-        None => ppo.anneal_over(budget),
+/// The PPO learner of a worker. PPO anneals its learning rate over the
+/// episodes (or env steps) its updates will learn from: the worker's
+/// share of the run.
+pub fn make_ppo(learner: &LearnerContext<'_>) -> Result<Ppo<Box<dyn Env>>> {
+    let mut algo: PpoConfig = learner.settings()?;
+    algo.learning_rate *= learner.lr_scale;
+    let ppo = Ppo::new(algo, learner.env()?, learner.eval_env()?, learner.seed)?;
+    Ok(match learner.share.env_steps {
+        Some(steps) => ppo.anneal_over_env_steps(steps),
+        None => ppo.anneal_over(learner.share.episodes),
     })
 }
-
-/// A run's algorithm: its kind and its settings, as `config.toml` holds them
-/// (`[algo]` with `kind = "ppo"` beside PPO's settings).
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct AlgoConfig {
-    /// The algorithm's `kind` in its registry.
-    pub kind: String,
-    /// Its settings (keys its typed settings struct knows).
-    #[serde(flatten)]
-    pub settings: toml::Table,
-}
-
-impl AlgoConfig {
-    /// The algorithm `kind` with typed settings.
-    pub fn new<S: Serialize>(kind: &str, settings: &S) -> Result<Self> {
-        Ok(AlgoConfig {
-            kind: kind.into(),
-            settings: table_of(settings)?,
-        })
-    }
-
-    /// The `kind` of this algorithm in config files.
-    pub fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    /// The settings as their typed struct.
-    pub fn settings<S: DeserializeOwned>(&self) -> Result<S> {
-        settings_of(&self.settings)
-    }
-
-    /// The settings as `S` if this is the algorithm `kind`.
-    pub fn settings_if<S: DeserializeOwned>(&self, kind: &str) -> Option<S> {
-        (self.kind == kind).then(|| self.settings().ok()).flatten()
-    }
-}
-
-/// Settings as their typed struct; a key the struct lacks is an error
-/// naming it (serde's "unknown field", which `--set` reports as an
-/// unknown key).
-fn settings_of<S: DeserializeOwned>(table: &toml::Table) -> Result<S> {
-    toml::Value::Table(table.clone())
-        .try_into()
-        .map_err(|e: toml::de::Error| {
-            Error::Config(format!("algo settings: {}", e.message().trim()))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::PRESETS;
+    use crate::presets::PRESETS;
+    use crate::registries::{Registries, check, preset, resolve};
 
     #[test]
     fn every_presets_algorithm_has_one_entry_and_every_entry_a_preset() {
         let algos = AlgoRegistry::builtin();
-        let mut kinds = algos.kinds();
+        let mut kinds = algos.names();
         kinds.sort();
         kinds.dedup();
         assert_eq!(kinds.len(), algos.entries().len(), "one entry per kind");
         for entry in algos.entries() {
             let preset = PRESETS
                 .iter()
-                .map(|p| p.config())
+                .map(|p| preset(p.name).unwrap())
                 .find(|cfg| cfg.algo.kind() == entry.kind)
                 .unwrap_or_else(|| panic!("no preset trains {}", entry.kind));
             // The entry's goal flag is what the preset's env is.
             assert!(
-                !entry.goal_env || preset.is_goal_task().unwrap(),
+                !entry.goal_env || Registries::default().is_goal_task(&preset).unwrap(),
                 "{}",
                 entry.kind
             );
-            (entry.learner)(&preset, 0, 1.0).unwrap();
+            let learners = Registries::default();
+            let learners = learners.learners(&preset);
+            (entry.learner)(&learners.context(0, 1.0).unwrap()).unwrap();
             assert!(!(entry.key_docs)().is_empty(), "{}", entry.kind);
         }
         assert!(
@@ -505,7 +514,7 @@ mod tests {
         let td3 = algos.get("td3").unwrap();
         let mut sparse = toml::Table::new();
         sparse.insert("policy_delay".into(), toml::Value::Integer(3));
-        let full: DdpgConfig = settings_of(&td3.complete(&sparse).unwrap()).unwrap();
+        let full: DdpgConfig = AlgoConfig::settings_of(&td3.complete(&sparse).unwrap()).unwrap();
         assert_eq!(
             full,
             DdpgConfig {
@@ -516,7 +525,8 @@ mod tests {
         assert_eq!((full.n_critics, full.target_policy_noise), (2, 0.2));
         // DDPG's entry completes the same keys with DDPG's defaults.
         let ddpg: DdpgConfig =
-            settings_of(&algos.get("ddpg").unwrap().complete(&sparse).unwrap()).unwrap();
+            AlgoConfig::settings_of(&algos.get("ddpg").unwrap().complete(&sparse).unwrap())
+                .unwrap();
         assert_eq!((ddpg.n_critics, ddpg.policy_delay), (1, 3));
         sparse.insert("n_critic".into(), toml::Value::Integer(2));
         let refused = td3.complete(&sparse).unwrap_err().to_string();
@@ -529,7 +539,7 @@ mod tests {
         let sac = algos.get("sac").unwrap();
         let mut sparse = toml::Table::new();
         sparse.insert("init_alpha".into(), toml::Value::Float(0.1));
-        let full: DdpgConfig = settings_of(&sac.complete(&sparse).unwrap()).unwrap();
+        let full: DdpgConfig = AlgoConfig::settings_of(&sac.complete(&sparse).unwrap()).unwrap();
         assert_eq!(
             full,
             DdpgConfig {
@@ -548,11 +558,10 @@ mod tests {
 
     #[test]
     fn a_registered_algorithm_trains_by_name_and_resumes_from_its_config() {
-        use crate::config::{Registries, RunConfig};
         let algos = AlgoRegistry::builtin().with(AlgoEntry::new::<ReinforceConfig>(
             "my-reinforce",
             "REINFORCE by another name",
-            |cfg, rank, scale| Ok(Box::new(make_reinforce(cfg, rank, scale)?)),
+            |learner| Ok(Box::new(make_reinforce(learner)?)),
         ));
         let registries = Registries::default().algos(algos);
         let dir = std::env::temp_dir().join(format!("shoal-algo-entry-{}", std::process::id()));
@@ -565,13 +574,15 @@ mod tests {
                 "train.checkpoint_every=8".into(),
             ]
         };
-        let cfg = RunConfig::resolve_in(&registries, "toy-reinforce", &overrides(16)).unwrap();
-        crate::run(&crate::Plan::new(cfg).out(dir.join("run")).quiet()).unwrap();
+        let cfg = registries.resolve("toy-reinforce", &overrides(16)).unwrap();
+        registries
+            .run(&crate::Plan::new(cfg).out(dir.join("run")).quiet())
+            .unwrap();
         let saved = std::fs::read_to_string(dir.join("run/config.toml")).unwrap();
         assert!(saved.contains("kind = \"my-reinforce\""), "{saved}");
         // Its config names an algorithm shoal's own table lacks: one line.
         let path = dir.join("run/config.toml");
-        let refused = RunConfig::resolve(path.to_str().unwrap(), &[])
+        let refused = resolve(path.to_str().unwrap(), &[])
             .unwrap_err()
             .to_string();
         assert!(
@@ -579,9 +590,11 @@ mod tests {
             "{refused}"
         );
         // With the registration it resumes to a larger budget.
-        let more = RunConfig::resolve_in(&registries, path.to_str().unwrap(), &overrides(24)[1..])
+        let more = registries
+            .resolve(path.to_str().unwrap(), &overrides(24)[1..])
             .unwrap();
-        let (_, summary) = crate::run(&crate::Plan::new(more).resume(dir.join("run")).quiet())
+        let (_, summary) = registries
+            .run(&crate::Plan::new(more).resume(dir.join("run")).quiet())
             .unwrap()
             .unwrap();
         assert_eq!(summary.episodes, 24);
@@ -590,10 +603,10 @@ mod tests {
 
     #[test]
     fn a_goal_algorithm_on_a_plain_env_and_gather_without_batches_are_refused() {
-        let worm = crate::config::preset("worm-reinforce").unwrap().env;
-        let mut cfg = crate::config::preset("toy-hac").unwrap();
+        let worm = preset("worm-reinforce").unwrap().env;
+        let mut cfg = preset("toy-hac").unwrap();
         cfg.env = worm.clone();
-        let refused = crate::train::check_config(&cfg).unwrap_err().to_string();
+        let refused = check(&cfg).unwrap_err().to_string();
         assert!(
             refused.contains(
                 "algo `hac` needs a goal-conditioned env (arm-push, ball-to-net, ur5-reacher, \
@@ -603,20 +616,24 @@ mod tests {
             "{refused}"
         );
         // DDPG's agent trains a plain env, with nothing there to relabel.
-        let mut cfg = crate::config::preset("toy-ddpg-her").unwrap();
+        let mut cfg = preset("toy-ddpg-her").unwrap();
         cfg.env = worm;
-        let refused = crate::train::check_config(&cfg).unwrap_err().to_string();
+        let refused = check(&cfg).unwrap_err().to_string();
         assert!(refused.contains("set algo.her_k = 0"), "{refused}");
-        let plain = cfg.with_overrides(&["algo.her_k=0".into()]).unwrap();
-        crate::train::check_config(&plain).unwrap();
-        let gather = crate::config::preset("toy-ddpg-her")
-            .unwrap()
-            .with_overrides(&[
-                "parallel.workers=2".into(),
-                "parallel.strategy=\"gather\"".into(),
-            ])
+        let plain = Registries::default()
+            .with_overrides(&cfg, &["algo.her_k=0".into()])
             .unwrap();
-        let refused = crate::train::check_config(&gather).unwrap_err().to_string();
+        check(&plain).unwrap();
+        let gather = Registries::default()
+            .with_overrides(
+                &preset("toy-ddpg-her").unwrap(),
+                &[
+                    "parallel.workers=2".into(),
+                    "parallel.strategy=\"gather\"".into(),
+                ],
+            )
+            .unwrap();
+        let refused = check(&gather).unwrap_err().to_string();
         assert!(
             refused.contains("needs a batch algorithm (reinforce, ppo), not `ddpg`"),
             "{refused}"

@@ -1,8 +1,8 @@
 //! `shoal train`'s command-line flags as clap arguments (feature `cli`), for
 //! a program of one's own that trains like `shoal train`: flatten
 //! [`TrainArgs`] into its parser, then [`TrainArgs::resolve_in`] and
-//! [`TrainArgs::plan`] give the config and the plan to [`run`](crate::run)
-//! or [`run_strategy`](crate::run_strategy).
+//! [`TrainArgs::plan`] give the config and the plan to
+//! [`Registries::run`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,8 +12,9 @@ use shoal_rl_eval::RunDir;
 
 use shoal_rl_run::RunOptions;
 
-use crate::Plan;
-use crate::config::{Registries, RunConfig};
+use crate::config::RunConfig;
+use crate::plan::Plan;
+use crate::registries::Registries;
 
 /// The settings flags `shoal train` and `shoal config` share.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -114,10 +115,10 @@ impl TrainArgs {
     pub fn resolve_in(&self, registries: &Registries) -> Result<RunConfig> {
         let overrides = self.settings.overrides();
         match (&self.source, &self.resume) {
-            (Some(source), _) => RunConfig::resolve_in(registries, source, &overrides),
+            (Some(source), _) => registries.resolve(source, &overrides),
             (None, Some(dir)) => {
                 let path = RunDir::new(dir).config();
-                RunConfig::resolve_in(registries, &path.to_string_lossy(), &overrides)
+                registries.resolve(&path.to_string_lossy(), &overrides)
             }
             (None, None) => Err(Error::Config(
                 "give a preset or config.toml to train, or --resume DIR".into(),

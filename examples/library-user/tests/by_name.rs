@@ -12,10 +12,10 @@ use shoal_rl_core::{
     Result, Space, Step, TimeLimit, derive_seed, evaluate_policy, rng_from_seed,
 };
 use shoal_rl_registry::{EnvEntry, EnvRegistry, FromSettings};
-use shoal_rl_train::algos::{AlgoConfig, AlgoEntry};
-use shoal_rl_train::config::{AlgoRegistry, EnvConfig, Registries, RunConfig, StrategyRegistry};
-use shoal_rl_train::strategies::StrategyEntry;
-use shoal_rl_train::{Plan, run, run_strategy};
+use shoal_rl_train::algos::{AlgoEntry, AlgoRegistry};
+use shoal_rl_train::config::{AlgoConfig, EnvConfig};
+use shoal_rl_train::strategies::{StrategyEntry, StrategyRegistry};
+use shoal_rl_train::{Plan, Registries};
 
 // ---- the env: a point on a line, to be moved onto a target ----
 
@@ -216,12 +216,12 @@ fn registries(sync_every: u64) -> Registries {
     let algos = AlgoRegistry::builtin().with(AlgoEntry::new::<HillSettings>(
         "hill-climb",
         "hill climbing on a linear policy",
-        |cfg, rank, _lr_scale| {
+        |learner| {
             Ok(Box::new(HillClimb {
-                settings: cfg.algo.settings()?,
-                env: cfg.envs.make_env(&cfg.env)?,
-                eval_env: cfg.envs.make_env(&cfg.eval_env_config()?)?,
-                seed: shoal_rl_parallel::worker_seed(cfg.seed, rank),
+                settings: learner.settings()?,
+                env: learner.env()?,
+                eval_env: learner.eval_env()?,
+                seed: learner.seed,
                 state: HillState {
                     params: [0.0; 3],
                     episodes: 0,
@@ -232,11 +232,7 @@ fn registries(sync_every: u64) -> Registries {
     let strategies = StrategyRegistry::builtin().with(StrategyEntry::new(
         shoal_library_user::NAME,
         "local SGD",
-        move |plan| {
-            run_strategy(plan, |setup| {
-                Ok(LocalSgd::new(setup.schedule(), sync_every))
-            })
-        },
+        move |run| run.run_strategy(|setup| Ok(LocalSgd::new(setup.schedule(), sync_every))),
     ));
     Registries::default()
         .envs(envs)
@@ -249,7 +245,7 @@ fn an_env_learner_and_strategy_of_ones_own_train_by_name_and_resume_exactly() {
     let dir = common::scratch("by-name");
     let registries = registries(3);
     // A config file that names all three: `shoal train`'s own file format.
-    let mut cfg = RunConfig::resolve("toy-reinforce", &[]).unwrap();
+    let mut cfg = shoal_rl_train::preset("toy-reinforce").unwrap();
     cfg.env = EnvConfig::new("line", &LineSettings::default()).unwrap();
     cfg.algo = AlgoConfig::new("hill-climb", &HillSettings { step: 0.2 }).unwrap();
     let file = dir.join("line.toml");
@@ -262,8 +258,11 @@ fn an_env_learner_and_strategy_of_ones_own_train_by_name_and_resume_exactly() {
             "train.eval_every=80".to_string(),
             "train.checkpoint_every=80".to_string(),
         ];
-        RunConfig::resolve_in(&registries, file.to_str().unwrap(), &overrides).unwrap()
+        registries
+            .resolve(file.to_str().unwrap(), &overrides)
+            .unwrap()
     };
+    let run = |plan: &Plan| registries.run(plan);
     let (_, whole) = run(&Plan::new(resolve(400)).out(dir.join("whole")).quiet())
         .unwrap()
         .unwrap();

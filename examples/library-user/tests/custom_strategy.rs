@@ -106,11 +106,8 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
     // Without the registration (as `shoal train` is) local SGD is unknown:
     // one line naming the strategies there are.
     let plan = shoal_rl_train::Plan::new(
-        shoal_rl_train::config::RunConfig::resolve(
-            dir.join("threads-whole/config.toml").to_str().unwrap(),
-            &[],
-        )
-        .unwrap(),
+        shoal_rl_train::resolve(dir.join("threads-whole/config.toml").to_str().unwrap(), &[])
+            .unwrap(),
     )
     .resume(dir.join("threads-whole"));
     let refused = shoal_rl_train::run(&plan).unwrap_err().to_string();

@@ -12,7 +12,7 @@
 //! The strategy implements the three required methods of
 //! [`Strategy`](shoal_rl_parallel::Strategy); registered by name beside
 //! shoal's own ([`StrategyRegistry`]), it trains through
-//! [`shoal_rl_train::run`] as `shoal train` trains its built-ins, with
+//! [`Registries::run`] as `shoal train` trains its built-ins, with
 //! everything they get: a locked run directory, `metrics.jsonl`,
 //! checkpoints with every worker's replay memory, `--resume`, the final
 //! evaluation and `summary.json`, on threads, processes or MPI. The
@@ -30,10 +30,9 @@
 
 use clap::Parser;
 use shoal_library_user::{LocalSgd, NAME};
+use shoal_rl_train::Registries;
 use shoal_rl_train::args::TrainArgs;
-use shoal_rl_train::config::{Registries, StrategyRegistry};
-use shoal_rl_train::strategies::StrategyEntry;
-use shoal_rl_train::{run, run_strategy};
+use shoal_rl_train::strategies::{StrategyEntry, StrategyRegistry};
 
 /// The same flags as `shoal train`.
 #[derive(Parser)]
@@ -62,16 +61,12 @@ fn main() {
     let strategies = StrategyRegistry::builtin().with(StrategyEntry::new(
         NAME,
         "local SGD: workers learn alone and average every K iterations",
-        move |plan| {
-            run_strategy(plan, |setup| {
-                Ok(LocalSgd::new(setup.schedule(), sync_every))
-            })
-        },
+        move |run| run.run_strategy(|setup| Ok(LocalSgd::new(setup.schedule(), sync_every))),
     ));
     let registries = Registries::default().strategies(strategies);
     let outcome = args
         .resolve_in(&registries)
-        .and_then(|cfg| run(&args.plan(cfg)));
+        .and_then(|cfg| registries.run(&args.plan(cfg)));
     match outcome {
         Ok(Some((run_dir, summary))) => {
             println!(
