@@ -89,5 +89,8 @@ fn a_broken_link_is_caught() {
                 ```\n[code](not/checked.md)\n```\n";
     let found = broken(&page, text);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].ends_with(":2: ../../examples/custom_env.rs"), "{found:?}");
+    assert!(
+        found[0].ends_with(":2: ../../examples/custom_env.rs"),
+        "{found:?}"
+    );
 }

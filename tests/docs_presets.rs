@@ -57,12 +57,10 @@ fn disagreements(readme: &str) -> Vec<String> {
     let mut found = Vec::new();
     for row in rows(readme) {
         for (i, name) in row.presets.iter().enumerate() {
-            let cfg = match name.ends_with(".toml") {
-                true => RunConfig::resolve(
-                    &format!("{}/{name}", env!("CARGO_MANIFEST_DIR")),
-                    &[],
-                ),
-                false => preset(name),
+            let cfg = if name.ends_with(".toml") {
+                RunConfig::resolve(&format!("{}/{name}", env!("CARGO_MANIFEST_DIR")), &[])
+            } else {
+                preset(name)
             };
             let cfg = match cfg {
                 Ok(cfg) => cfg,
