@@ -301,11 +301,31 @@ fn unsupported(results: &[Row], read: impl Fn(&str) -> String) -> Vec<String> {
             continue;
         };
         let median = figure(m.median, &r.metric);
-        if !read(report).contains(&median) {
+        if !writes_figure(&read(report), &median) {
             found.push(format!("{}: median {median} is not in {report}", r.preset));
         }
     }
     found
+}
+
+/// Whether `text` writes `figure` as a whole number: not a part of a longer
+/// one (`1 135` in `11 135` or `1 135 000`, `0.97` in `0.975`).
+fn writes_figure(text: &str, figure: &str) -> bool {
+    text.match_indices(figure).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = &text[at + figure.len()..];
+        let mut next = after.chars();
+        let continues = match next.next() {
+            Some(c) if c.is_ascii_digit() => true,
+            Some('.') => next.next().is_some_and(|c| c.is_ascii_digit()),
+            Some(' ') => {
+                let group: String = next.take(3).collect();
+                group.len() == 3 && group.chars().all(|c| c.is_ascii_digit())
+            }
+            _ => false,
+        };
+        !continues && !before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == '−')
+    })
 }
 
 #[test]
@@ -366,7 +386,7 @@ fn a_changed_figure_in_the_data_or_on_a_page_is_caught() {
     let pages = |page: &str| read(page);
 
     // One result edited in the data: the pages and the report disagree.
-    let edited = data.replacen("median = 1135", "median = 1136", 1);
+    let edited = data.replacen("median = 1135", "median = 1235", 1);
     assert_ne!(edited, data, "worm-ppo's median is in the data");
     let edited = results(&edited);
     assert!(
@@ -377,7 +397,7 @@ fn a_changed_figure_in_the_data_or_on_a_page_is_caught() {
     );
     assert_eq!(
         unsupported(&edited, pages),
-        ["worm-ppo: median 1 136 is not in docs/experiments/ppo-worm.md"]
+        ["worm-ppo: median 1 235 is not in docs/experiments/ppo-worm.md"]
     );
 
     // One number of the README's table edited by hand.
@@ -402,4 +422,7 @@ fn figures_are_written_as_the_reports_write_them() {
     assert_eq!(figure(903.0, "return"), "903");
     assert_eq!(figure(0.9, "success"), "0.90");
     assert_eq!(count(12_000), "12 000");
+    assert!(writes_figure("ends at 1 135 (1.48)", "1 135"));
+    assert!(!writes_figure("11 135 and 1 135 000", "1 135"));
+    assert!(!writes_figure("0.975", "0.97") && !writes_figure("−903", "903"));
 }
