@@ -1307,6 +1307,7 @@ const TESTED_PRESETS: &[&str] = &[
     "push-far-hac",
     "push-hac",
     "ball-hac",
+    "ur5-hac1",
     "ur5-hac2",
     "ur5-hac3",
     "pendulum-hac1",

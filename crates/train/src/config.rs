@@ -473,6 +473,7 @@ pub const PRESETS: &[Preset] = presets![
     "push-far-hac",
     "push-hac",
     "ball-hac",
+    "ur5-hac1",
     "ur5-hac2",
     "ur5-hac3",
     "pendulum-hac1",
