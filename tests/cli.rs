@@ -1227,7 +1227,15 @@ fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) -> std:
         "train.eval_episodes=1".to_string(),
         "train.final_eval_episodes=2".to_string(),
     ];
-    let mut args = vec!["train", name, "--out", "run", "--quiet"];
+    // An experiment's config (docs/experiments/configs/) trains by path.
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/experiments/configs")
+        .join(format!("{name}.toml"));
+    let source = match config.is_file() {
+        true => config.to_string_lossy().into_owned(),
+        false => name.to_string(),
+    };
+    let mut args = vec!["train", &source, "--out", "run", "--quiet"];
     for set in budget
         .iter()
         .map(String::as_str)
@@ -1272,144 +1280,73 @@ fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) -> std:
     run
 }
 
-/// The presets tested below; a preset added to the table without a test
-/// here fails [`every_preset_has_an_end_to_end_test`].
-const TESTED_PRESETS: &[&str] = &[
-    "worm-reinforce",
-    "worm-pool",
-    "worm5-reinforce",
-    "worm5-pool",
-    "worm7-reinforce",
-    "worm7-pool",
-    "worm-ppo",
-    "worm5-ppo",
-    "worm7-ppo",
-    "toy-ppo",
-    "toy-reinforce",
-    "push-ddpg-her",
-    "ball-ddpg-her",
-    "toy-ddpg-her",
-    "push-td3-her",
-    "push-sac-her",
-    "worm-td3",
-    "worm-sac",
-    "worm7-td3",
-    "worm7-sac",
-    "ball-td3-her",
-    "ball-sac-her",
-    "push-far-ddpg-her",
-    "push-far-hac",
-    "push-hac",
-    "ball-hac",
-    "ur5-hac1",
-    "ur5-hac2",
-    "ur5-hac3",
-    "pendulum-hac1",
-    "pendulum-hac2",
-    "pendulum-hac3",
-    "push-far-hac3",
-    "toy-hac",
+/// Settings that shorten a preset's run to seconds, each set where the
+/// preset has the key: short episodes, one episode per update or rollout,
+/// two gradient steps on small batches from the first episode on, one
+/// episode per pool iteration.
+const SHORTER: &[(&str, &str)] = &[
+    ("env.max_episode_steps", "40"),
+    ("env.arm.max_episode_steps", "40"),
+    ("algo.episodes_per_update", "1"),
+    ("algo.episodes_per_rollout", "1"),
+    ("algo.n_batches", "2"),
+    ("algo.batch_size", "32"),
+    ("algo.learning_starts", "1"),
+    ("parallel.episodes_per_iteration", "1"),
+    ("parallel.pool_eval_episodes", "1"),
 ];
 
+/// Every preset file and every experiment's config trains end to end,
+/// shortened (checkpoint, summary, evaluation, a success rate on goal
+/// tasks): the cases come from the files, so a new preset is tested by its
+/// file alone.
 #[test]
-fn every_preset_has_an_end_to_end_test() {
-    let presets: Vec<&str> = shoal_rl::train::presets::PRESETS
+fn every_preset_and_experiment_config_runs_end_to_end() {
+    let configs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/experiments/configs");
+    let experiment_configs = std::fs::read_dir(&configs)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned());
+    let presets = shoal_rl::train::presets::PRESETS
         .iter()
-        .map(|p| p.name)
-        .collect();
-    assert_eq!(presets, TESTED_PRESETS);
+        .map(|p| p.name.to_string());
+    let registries = shoal_rl::train::Registries::default();
+    let mut tested = 0;
+    for name in presets.chain(experiment_configs) {
+        let file = configs.join(format!("{name}.toml"));
+        let source = if file.is_file() {
+            file.to_string_lossy().into_owned()
+        } else {
+            name.clone()
+        };
+        let cfg = registries.resolve(&source, &[]).unwrap();
+        let keys: Vec<String> = shoal_rl::train::overrides::list_keys(&cfg.to_table())
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        let sets: Vec<String> = SHORTER
+            .iter()
+            .filter(|(key, _)| keys.iter().any(|k| k == key))
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let goal_task = registries.is_goal_task(&cfg).unwrap();
+        run_preset(&name, 4, &sets, goal_task);
+        tested += 1;
+    }
+    assert!(tested >= 30, "only {tested} presets and configs found");
 }
-
-/// Short worm episodes, updated after each.
-const SHORT_WORM: &[&str] = &["env.max_episode_steps=20", "algo.episodes_per_update=1"];
 
 /// Two gradient steps per training round: enough to run every part.
 const FEW_UPDATES: &[&str] = &["algo.n_batches=2"];
 
 #[test]
-fn preset_worm_reinforce_runs_end_to_end() {
-    run_preset("worm-reinforce", 2, SHORT_WORM, false);
-}
-
-#[test]
-fn preset_worm_pool_runs_end_to_end() {
-    let pool = [
-        SHORT_WORM,
-        &[
-            "parallel.episodes_per_iteration=1",
-            "parallel.pool_eval_episodes=1",
-        ],
-    ]
-    .concat();
-    run_preset("worm-pool", 4, &pool, false);
-}
-
-#[test]
-fn preset_longer_worms_run_end_to_end() {
-    let pool = [
-        SHORT_WORM,
-        &[
-            "parallel.episodes_per_iteration=1",
-            "parallel.pool_eval_episodes=1",
-        ],
-    ]
-    .concat();
-    for links in [5, 7] {
-        run_preset(&format!("worm{links}-reinforce"), 2, SHORT_WORM, false);
-        run_preset(&format!("worm{links}-pool"), 4, &pool, false);
-    }
-}
-
-#[test]
-fn preset_ppo_worms_run_end_to_end() {
-    let short = ["env.max_episode_steps=20", "algo.episodes_per_rollout=1"];
-    for preset in ["worm-ppo", "worm5-ppo", "worm7-ppo"] {
-        run_preset(preset, 2, &short, false);
-    }
-}
-
-#[test]
-fn preset_toy_ppo_runs_end_to_end() {
-    run_preset("toy-ppo", 16, &[], false);
-}
-
-#[test]
-fn preset_toy_reinforce_runs_end_to_end() {
-    run_preset("toy-reinforce", 16, &[], false);
-}
-
-#[test]
-fn preset_push_ddpg_her_runs_end_to_end_and_renders_its_policy() {
+fn preset_push_ddpg_her_renders_its_policy() {
     let run = run_preset("push-ddpg-her", 2, FEW_UPDATES, true);
     let out = shoal("render run --episodes 1", run.parent().unwrap());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(run.join("render.png").is_file());
-}
-
-#[test]
-fn preset_ball_ddpg_her_runs_end_to_end() {
-    run_preset("ball-ddpg-her", 2, FEW_UPDATES, true);
-}
-
-#[test]
-fn preset_toy_ddpg_her_runs_end_to_end() {
-    run_preset("toy-ddpg-her", 4, FEW_UPDATES, true);
-}
-
-#[test]
-fn preset_push_td3_her_runs_end_to_end() {
-    run_preset("push-td3-her", 2, FEW_UPDATES, true);
-}
-
-#[test]
-fn preset_push_sac_her_runs_end_to_end() {
-    run_preset("push-sac-her", 2, FEW_UPDATES, true);
-}
-
-#[test]
-fn preset_ball_td3_and_sac_her_run_end_to_end() {
-    run_preset("ball-td3-her", 2, FEW_UPDATES, true);
-    run_preset("ball-sac-her", 2, FEW_UPDATES, true);
 }
 
 /// The off-policy worm presets with 20-step episodes, training from the
@@ -1421,7 +1358,7 @@ const SHORT_OFF_POLICY_WORM: &[&str] = &[
 ];
 
 #[test]
-fn preset_worm_td3_and_sac_run_end_to_end() {
+fn worm_td3_and_sac_take_a_gradient_step_per_env_step() {
     for name in ["worm-td3", "worm-sac", "worm7-td3", "worm7-sac"] {
         let run = run_preset(name, 3, SHORT_OFF_POLICY_WORM, false);
         let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
@@ -1433,22 +1370,6 @@ fn preset_worm_td3_and_sac_run_end_to_end() {
     }
 }
 
-#[test]
-fn preset_push_far_runs_end_to_end() {
-    run_preset("push-far-ddpg-her", 2, FEW_UPDATES, true);
-    run_preset("push-far-hac", 2, FEW_UPDATES, true);
-}
-
-#[test]
-fn preset_push_hac_runs_end_to_end() {
-    run_preset("push-hac", 2, FEW_UPDATES, true);
-}
-
-#[test]
-fn preset_ball_hac_runs_end_to_end() {
-    run_preset("ball-hac", 2, FEW_UPDATES, true);
-}
-
 /// The paper tasks' presets with 40-step episodes and a small batch.
 const SHORT_JOINTED: &[&str] = &[
     "env.max_episode_steps=40",
@@ -1457,17 +1378,7 @@ const SHORT_JOINTED: &[&str] = &[
 ];
 
 #[test]
-fn preset_ur5_hac1_runs_end_to_end() {
-    run_preset("ur5-hac1", 2, SHORT_JOINTED, true);
-}
-
-#[test]
-fn preset_ur5_hac2_runs_end_to_end() {
-    run_preset("ur5-hac2", 2, SHORT_JOINTED, true);
-}
-
-#[test]
-fn preset_ur5_hac3_runs_end_to_end_and_renders_every_level() {
+fn preset_ur5_hac3_renders_every_level() {
     let run = run_preset("ur5-hac3", 2, SHORT_JOINTED, true);
     let out = shoal("render run --episodes 1", run.parent().unwrap());
     assert!(out.status.success(), "{}", stderr(&out));
@@ -1477,36 +1388,11 @@ fn preset_ur5_hac3_runs_end_to_end_and_renders_every_level() {
 }
 
 #[test]
-fn preset_pendulum_hac1_runs_end_to_end() {
-    run_preset("pendulum-hac1", 2, SHORT_JOINTED, true);
-}
-
-#[test]
-fn preset_pendulum_hac2_runs_end_to_end() {
-    run_preset("pendulum-hac2", 2, SHORT_JOINTED, true);
-}
-
-#[test]
-fn preset_pendulum_hac3_runs_end_to_end_and_renders() {
+fn preset_pendulum_hac3_renders() {
     let run = run_preset("pendulum-hac3", 2, SHORT_JOINTED, true);
     let out = shoal("render run --episodes 1", run.parent().unwrap());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(run.join("render.png").is_file());
-}
-
-#[test]
-fn preset_push_far_hac3_runs_end_to_end() {
-    run_preset(
-        "push-far-hac3",
-        2,
-        &["env.arm.max_episode_steps=40", "algo.n_batches=2"],
-        true,
-    );
-}
-
-#[test]
-fn preset_toy_hac_runs_end_to_end() {
-    run_preset("toy-hac", 4, FEW_UPDATES, true);
 }
 
 #[test]

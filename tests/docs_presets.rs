@@ -1,9 +1,10 @@
-//! The README's presets table says what each preset trains: its episodes
-//! and whether it is one learner or a pool. Those columns must be what
-//! `shoal config` resolves, so a changed preset fails here until the table
-//! follows it.
+//! The presets table (docs/presets.md) says what each preset trains: its
+//! episodes and whether it is one learner or a pool. Those columns must be
+//! what `shoal config` resolves, so a changed preset fails here until the
+//! table follows it. A row may name an experiment's config by its path
+//! (docs/experiments/configs/), which must load as `shoal train PATH` does.
 
-use shoal_rl::train::preset;
+use shoal_rl::train::{preset, resolve};
 
 /// One row of the table: the presets it names and its episodes column.
 #[derive(Debug)]
@@ -56,7 +57,12 @@ fn disagreements(readme: &str) -> Vec<String> {
     let mut found = Vec::new();
     for row in rows(readme) {
         for (i, name) in row.presets.iter().enumerate() {
-            let cfg = match preset(name) {
+            let cfg = if name.ends_with(".toml") {
+                resolve(&format!("{}/{name}", env!("CARGO_MANIFEST_DIR")), &[])
+            } else {
+                preset(name)
+            };
+            let cfg = match cfg {
                 Ok(cfg) => cfg,
                 Err(e) => {
                     found.push(format!("{name}: {e}"));
@@ -89,7 +95,7 @@ fn disagreements(readme: &str) -> Vec<String> {
 }
 
 fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/presets.md")).unwrap()
 }
 
 #[test]
@@ -98,7 +104,7 @@ fn the_presets_table_says_what_each_preset_trains() {
     let named: usize = rows(&readme).iter().map(|r| r.presets.len()).sum();
     assert!(named >= 20, "the table names {named} presets");
     let found = disagreements(&readme);
-    assert!(found.is_empty(), "README presets table: {found:#?}");
+    assert!(found.is_empty(), "docs/presets.md: {found:#?}");
 }
 
 #[test]

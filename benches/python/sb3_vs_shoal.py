@@ -7,7 +7,7 @@ Run by hand (not in CI), in a virtual environment of its own:
     cargo build --release                              # target/release/shoal
 
     # Arm push: SB3 DDPG + HerReplayBuffer against `shoal train push-ddpg-her`
-    # (or --algo sac: SB3 SAC + HER against `shoal train push-sac-her`)
+    # (or --algo sac: SB3 SAC + HER against docs/experiments/configs/push-sac-her.toml)
     python benches/python/sb3_vs_shoal.py push --seeds 0 1 2 --episodes 6000 \\
         --shoal-bin target/release/shoal --out runs/sb3-vs-shoal
     # Worm: SB3 TD3 (or --algo sac, ppo) with RL Zoo's Swimmer settings against
@@ -415,7 +415,7 @@ def shoal_rl_run(shoal_bin: str, preset: str, seed: int, out: Path, sets: list[s
                  resume: bool = False) -> None:
     """`shoal train preset` in a fresh run directory (or, with ``resume``,
     `shoal train --resume` of the one there); its eval records, converted."""
-    run_dir = out / f"shoal-rl-run-{preset}-seed{seed}"
+    run_dir = out / f"shoal-rl-run-{Path(preset).stem}-seed{seed}"
     summary = run_dir / "summary.json"
     if resume and summary.is_file() and not json.loads(summary.read_text()).get("interrupted"):
         cmd = None  # finished
@@ -612,7 +612,11 @@ def main() -> None:
                     'algo.her_strategy="future"',
                     *args.shoal_set,
                 ]
-                shoal_rl_run(args.shoal_bin, f"push-{args.algo}-her", seed, args.out, sets,
+                # TD3 and SAC + HER on push are experiment configs, trained by path.
+                source = ("push-ddpg-her" if args.algo == "ddpg" else str(
+                    Path(__file__).resolve().parents[2] / "docs" / "experiments" / "configs"
+                    / f"push-{args.algo}-her.toml"))
+                shoal_rl_run(args.shoal_bin, source, seed, args.out, sets,
                              logger(f"shoal-{args.algo}-her-seed{seed}"))
         else:
             if not args.skip_sb3:

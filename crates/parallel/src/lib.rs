@@ -184,3 +184,8 @@ pub use strategy::{
     own_error_first, require, worker_seed,
 };
 pub use threads::{ThreadComm, run_threads};
+
+/// The README's example, compiled and run with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

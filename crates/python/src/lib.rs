@@ -17,6 +17,12 @@ mod gym;
 mod render;
 mod train;
 
+/// The README, whose code blocks are Python and shell: rustdoc compiles
+/// none of them, but its Rust blocks would be, if it gained any.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
