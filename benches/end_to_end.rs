@@ -64,7 +64,6 @@ fn train_iteration(c: &mut Criterion) {
         "worm-ppo",
         "push-ddpg-her",
         "push-hac",
-        "push-far-ddpg-her",
         "push-far-hac",
         "ur5-hac3",
     ] {

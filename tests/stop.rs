@@ -199,7 +199,7 @@ fn a_second_signal_exits_at_once() {
     // Iterations of 40 episodes per worker: far longer than the test waits.
     let args = [
         "train",
-        "worm-pool",
+        "worm5-pool",
         "--set",
         "parallel.episodes_per_iteration=40",
         "--set",

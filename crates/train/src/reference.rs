@@ -87,7 +87,7 @@ pub fn reference_page() -> Result<String> {
         (
             "`parallel`: workers, backend, strategy",
             "parallel.",
-            "worm-pool",
+            "worm5-pool",
         ),
         ("`env` = `worm`", "env.", "worm-reinforce"),
         ("`env` = `arm-push`", "env.", "push-ddpg-her"),
