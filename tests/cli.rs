@@ -1219,7 +1219,11 @@ fn gif_frames(path: &Path) -> (u16, u16, usize) {
 /// checkpointing once, at the end) with the extra `--set`s, and checks the
 /// run directory: its files, its config, and the summary's counts.
 fn run_preset(name: &str, episodes: u64, sets: &[&str], goal_task: bool) -> std::path::PathBuf {
-    let dir = scratch(&format!("preset-{name}"));
+    // A directory of each call's own: tests run in parallel, and two may
+    // train the same preset.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("preset-{name}-{call}"));
     let budget = [
         format!("train.episodes={episodes}"),
         format!("train.eval_every={episodes}"),

@@ -459,6 +459,14 @@ fn run_page(page: &Path, scratch: &Path) -> usize {
                 continue;
             }
             let mut args = shrunk(&args, &cli);
+            // A config file of the repository (an experiment's, under
+            // docs/experiments/configs/) is read where the repository has it.
+            for arg in &mut args {
+                let in_repo = Path::new(env!("CARGO_MANIFEST_DIR")).join(&*arg);
+                if arg.ends_with(".toml") && !dir.join(&*arg).exists() && in_repo.is_file() {
+                    *arg = in_repo.display().to_string();
+                }
+            }
             if matches!(cli.command, Command::Train(_)) {
                 args.push("--quiet".to_string());
             }

@@ -1,4 +1,3 @@
-
 use shoal_rl_core::Alone;
 
 use super::*;

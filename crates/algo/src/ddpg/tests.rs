@@ -1,4 +1,3 @@
-
 use shoal_rl_core::WithoutGoals;
 use shoal_rl_env::{PointGoal, PointReach, PointReachConfig};
 use shoal_rl_policy::Normalizer;

@@ -1,4 +1,3 @@
-
 use shoal_rl_core::{Error, GradientLearner, Learner, RolloutLearner};
 use shoal_rl_env::{PointReach, PointReachConfig};
 use shoal_rl_policy::{digamma, lgamma};
