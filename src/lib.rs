@@ -18,9 +18,9 @@
 //! | shoal-rl-train | [`train`], [`config`], [`algos`] | presets, configuration, training by name |
 //!
 //! ```
-//! let cfg = shoal_rl::config::preset("worm-reinforce").unwrap();
+//! let cfg = shoal_rl::train::preset("worm-reinforce").unwrap();
 //! assert_eq!(cfg.seed, 0);
-//! assert!(shoal_rl::config::preset("no-such-preset").is_err());
+//! assert!(shoal_rl::train::preset("no-such-preset").is_err());
 //! ```
 
 pub use shoal_rl_algo as algo;

@@ -378,17 +378,28 @@ fn writes(cli: &Cli) -> Vec<PathBuf> {
 }
 
 /// The run directories a command reads.
+/// Whether `path` names a file of the repository (an experiment's config),
+/// which no documented command has to make first.
+fn in_repository(path: &str) -> bool {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path).is_file()
+}
+
 fn reads(cli: &Cli) -> Vec<PathBuf> {
     match &cli.command {
         Command::Train(train) => {
-            let config_file = train.source.as_deref().filter(|s| s.ends_with(".toml"));
+            let config_file = train
+                .source
+                .as_deref()
+                .filter(|s| s.ends_with(".toml") && !in_repository(s));
             let config_dir = config_file.map(|f| Path::new(f).parent().unwrap().to_path_buf());
             train.resume.iter().cloned().chain(config_dir).collect()
         }
         Command::Eval { run_dir, .. } | Command::Render { run_dir, .. } => vec![run_dir.clone()],
         Command::Plot { run_dirs, .. } | Command::Compare { run_dirs, .. } => run_dirs.clone(),
         Command::Scale(scale) => scale.dirs.clone(),
-        Command::Config(config) if config.source.ends_with(".toml") => {
+        Command::Config(config)
+            if config.source.ends_with(".toml") && !in_repository(&config.source) =>
+        {
             vec![Path::new(&config.source).parent().unwrap().to_path_buf()]
         }
         _ => Vec::new(),
@@ -462,9 +473,11 @@ fn run_page(page: &Path, scratch: &Path) -> usize {
             // A config file of the repository (an experiment's, under
             // docs/experiments/configs/) is read where the repository has it.
             for arg in &mut args {
-                let in_repo = Path::new(env!("CARGO_MANIFEST_DIR")).join(&*arg);
-                if arg.ends_with(".toml") && !dir.join(&*arg).exists() && in_repo.is_file() {
-                    *arg = in_repo.display().to_string();
+                if arg.ends_with(".toml") && !dir.join(&*arg).exists() && in_repository(arg) {
+                    *arg = Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join(&*arg)
+                        .display()
+                        .to_string();
                 }
             }
             if matches!(cli.command, Command::Train(_)) {

@@ -126,15 +126,23 @@ impl ProgressReporter {
         }
         let due = self.last_line.is_none_or(|at| at.elapsed() >= self.every);
         if due && !self.recent.is_empty() {
-            let steps = match self.step_budget {
-                Some(budget) => format!("{env_steps}/{budget}"),
-                None => env_steps.to_string(),
-            };
-            eprintln!(
-                "episodes {episodes}/{} | env steps {steps} | {stats}",
-                self.episode_budget
-            );
+            eprintln!("{}", self.status_line(episodes, env_steps, &stats));
             self.last_line = Some(Instant::now());
+        }
+    }
+
+    /// The counters of a status line, each against its budget where the
+    /// run has one: a run of env steps counts episodes without a budget
+    /// (its episode budget only keeps it from ending first).
+    fn status_line(&self, episodes: u64, env_steps: u64, stats: &str) -> String {
+        match self.step_budget {
+            Some(budget) => {
+                format!("episodes {episodes} | env steps {env_steps}/{budget} | {stats}")
+            }
+            None => format!(
+                "episodes {episodes}/{} | env steps {env_steps} | {stats}",
+                self.episode_budget
+            ),
         }
     }
 
@@ -208,6 +216,22 @@ mod tests {
         assert!(
             stats.starts_with("return 4.00, success 0.75 (last 2 iterations)"),
             "{stats}"
+        );
+    }
+
+    #[test]
+    fn a_status_line_counts_against_the_budget_the_run_has() {
+        let mut progress = ProgressReporter::new(true, DEFAULT_STATUS_EVERY);
+        progress.start(200, None, 0, 0);
+        assert_eq!(
+            progress.status_line(2, 100, "return 1.00"),
+            "episodes 2/200 | env steps 100 | return 1.00"
+        );
+        // `--steps 1000000` sets the episode budget to the step count too.
+        progress.start(1_000_000, Some(1_000_000), 0, 0);
+        assert_eq!(
+            progress.status_line(2, 2_000, "return 1.00"),
+            "episodes 2 | env steps 2000/1000000 | return 1.00"
         );
     }
 }
