@@ -175,9 +175,7 @@ pub use process::{
     TOKEN_VAR, WORLD_SIZE_VAR, is_worker_process, launch_processes, run_processes,
 };
 pub use profile::{Measured, TimedComm, WorkerProfile, thread_cpu_seconds};
-pub use strategy::averaging::{AveragingConfig, GradientAveraging};
-pub use strategy::gather::{GatherConfig, RolloutGather};
-pub use strategy::pool::{GroupPool, Pool, PoolConfig};
+pub use strategy::builtin::*;
 pub use strategy::{
     Context, Control, Counters, IterationRecord, OnIteration, RecordValue, Resume, RunSummary,
     Schedule, Strategy, WorkerStats, decode, encode, eval_steps, hash_parameters, keep_going,

@@ -36,7 +36,7 @@ use shoal_rl_registry::{Entry, EnvConfig, EnvRegistry, table_of};
 
 use crate::config::{AlgoConfig, RunConfig};
 use crate::worker_rules::{
-    Named, SPREAD_POOL_FROM, Share, averaging_ddpg_work, raise_averaging_budget, shared_batch,
+    Named, SPREAD_POOL_FROM, Share, averaged_batch_follows, averaging_ddpg_work, shared_batch,
     spread_lr_scales,
 };
 
@@ -331,11 +331,7 @@ fn ddpg_agent(kind: &'static str, about: &'static str, defaults: fn() -> toml::T
 /// Averaging workers of DDPG's agent: a larger budget, and the batch split
 /// between them or shrunk with fewer updates ([`averaging_ddpg_work`]).
 fn ddpg_averaging_rules(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
-    if !share.averages_gradients || share.workers < 2 {
-        return;
-    }
-    raise_averaging_budget(cfg, share, named);
-    if named.has("algo.batch_size") {
+    if !averaged_batch_follows(cfg, share, named) {
         return;
     }
     let Ok(mut ddpg) = cfg.algo.settings::<DdpgConfig>() else {
@@ -352,11 +348,7 @@ fn ddpg_averaging_rules(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
 /// Averaging workers of HAC: a larger budget and the batch split between
 /// them.
 fn hac_averaging_rules(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
-    if !share.averages_gradients || share.workers < 2 {
-        return;
-    }
-    raise_averaging_budget(cfg, share, named);
-    if named.has("algo.batch_size") {
+    if !averaged_batch_follows(cfg, share, named) {
         return;
     }
     if let Ok(mut hac) = cfg.algo.settings::<HacConfig>() {

@@ -113,6 +113,19 @@ impl Named<'_> {
     }
 }
 
+/// The rules every learner whose averaging workers are one learner
+/// (DDPG's agent, HAC) starts with: on 2 or more such workers the budget
+/// is raised ([`raise_averaging_budget`]). Returns whether the batch is
+/// then the algorithm's to share (it is, unless `algo.batch_size` is
+/// named).
+pub fn averaged_batch_follows(cfg: &mut RunConfig, share: &Share, named: Named<'_>) -> bool {
+    if !share.averages_gradients || share.workers < 2 {
+        return false;
+    }
+    raise_averaging_budget(cfg, share, named);
+    !named.has("algo.batch_size")
+}
+
 /// Sets `train.episodes` of averaging workers to [`averaging_budget`]
 /// (unless named) and stretches `train.eval_every` and
 /// `train.checkpoint_every` (those not named) by the same factor, so the

@@ -25,6 +25,14 @@ pub use record::{
 };
 pub use schedule::{Schedule, require};
 
+/// shoal's own strategies, re-exported at the crate's root: a new one is
+/// its module above and its line here.
+pub mod builtin {
+    pub use super::averaging::{AveragingConfig, GradientAveraging};
+    pub use super::gather::{GatherConfig, RolloutGather};
+    pub use super::pool::{GroupPool, Pool, PoolConfig};
+}
+
 /// A way of training one learner per rank together, written against
 /// [`Communicator`] and a learner trait from shoal-rl-core.
 ///
