@@ -1,0 +1,53 @@
+"""A preset as it ships on the Gymnasium MuJoCo tasks, one row per run.
+
+    python benches/python/mujoco_table.py PRESET ENV_ID STEPS SEED [OUT_CSV]
+
+Trains PRESET (e.g. `worm-ppo`) on the Gymnasium env ENV_ID (e.g.
+`Swimmer-v5`) for STEPS env steps with seed SEED, in a run directory of
+its own under `runs/mujoco/`, and appends one CSV row: preset, env, seed,
+steps, the final evaluation's mean return (deterministic policy), its
+episodes, the wall seconds, and the run directory. Needs the MuJoCo
+extra (docs/python.md). Run it one process per core.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import pathlib
+import sys
+import time
+
+import shoal_envs
+
+
+def main() -> None:
+    preset, env_id, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    out_csv = pathlib.Path(sys.argv[5] if len(sys.argv) > 5 else "runs/mujoco/rows.csv")
+    run_dir = pathlib.Path("runs/mujoco") / f"{preset}-{env_id}-s{seed}"
+    start = time.perf_counter()
+    shoal_envs.train(preset, env=env_id, steps=steps, seed=seed, out=str(run_dir))
+    wall = time.perf_counter() - start
+    summary = json.loads((run_dir / "summary.json").read_text())
+    row = {
+        "preset": preset,
+        "env": env_id,
+        "seed": seed,
+        "env_steps": summary["env_steps"],
+        "final_return": round(summary["eval_return_mean"], 1),
+        "eval_episodes": summary.get("eval_episodes"),
+        "wall_s": round(wall),
+        "run": str(run_dir),
+    }
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    new = not out_csv.exists()
+    with out_csv.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+    print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
