@@ -492,7 +492,7 @@ mod tests {
                 .get("dqn")
                 .unwrap_err()
                 .to_string()
-                .contains("reinforce, ppo, ddpg, td3, sac, hac")
+                .contains("unknown algorithm `dqn` (algorithms: reinforce, ppo, ddpg")
         );
     }
 
