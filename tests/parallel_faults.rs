@@ -228,7 +228,7 @@ fn an_unknown_strategy_or_backend_is_one_clear_line() {
     );
     assert_clean_failure(
         &out,
-        "unknown parallel.strategy `gradient` (strategies: none, pool, gather, averaging)",
+        "unknown parallel.strategy `gradient` (strategies: none, pool, gather, averaging",
     );
     let out = shoal("train toy-reinforce --backend gpu", &dir);
     assert_clean_failure(&out, "gpu");

@@ -113,7 +113,7 @@ fn a_strategy_from_outside_plots_evaluates_and_resumes_like_a_built_in() {
     let refused = shoal_rl_train::run(&plan).unwrap_err().to_string();
     assert!(
         refused.contains(
-            "unknown parallel.strategy `local-sgd` (strategies: none, pool, gather, averaging)"
+            "unknown parallel.strategy `local-sgd` (strategies: none, pool, gather, averaging"
         ),
         "{refused}"
     );
