@@ -19,7 +19,7 @@
 //! | [`learners`] | every worker's learner, from a config, its registries and its share |
 //! | [`strategies`] | the strategy registry: each entry's checks, share and run |
 //! | [`registries`] | the door: resolve, check, run, load |
-//! | [`reference`] | the configuration reference, generated from the doc comments |
+//! | [`reference`](mod@reference) | the configuration reference, generated from the doc comments |
 //! | `args` | `shoal train`'s flags (feature `cli`) |
 //!
 //! ```no_run
