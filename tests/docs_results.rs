@@ -93,6 +93,86 @@ fn results(text: &str) -> Vec<Row> {
         .collect()
 }
 
+/// One `[[gymnasium]]` row of docs/results.toml: a preset as it ships on
+/// a Gymnasium task, beside a published figure.
+#[derive(Clone, Debug)]
+struct GymRow {
+    preset: String,
+    env: String,
+    measured: Measured,
+    anchor: f64,
+    anchor_source: String,
+    report: String,
+}
+
+/// The `[[gymnasium]]` rows of `text`, a docs/results.toml.
+fn gymnasium_rows(text: &str) -> Vec<GymRow> {
+    let table: toml::Table = toml::from_str(text).expect("docs/results.toml is TOML");
+    let Some(rows) = table.get("gymnasium").and_then(|v| v.as_array()) else {
+        return Vec::new();
+    };
+    rows.iter()
+        .map(|row| {
+            let row = row.as_table().unwrap();
+            let env = row["env"].as_str().expect("an env").to_string();
+            let text = |key: &str| {
+                row.get(key)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_else(|| panic!("{env}: {key}"))
+                    .to_string()
+            };
+            let number = |key: &str| {
+                row.get(key)
+                    .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                    .unwrap_or_else(|| panic!("{env}: {key}"))
+            };
+            GymRow {
+                preset: text("preset"),
+                measured: Measured {
+                    median: number("median"),
+                    min: number("min"),
+                    max: number("max"),
+                    seeds: number("seeds") as u64,
+                    budget: number("budget") as u64,
+                    unit: text("unit"),
+                },
+                anchor: number("anchor"),
+                anchor_source: text("anchor_source"),
+                report: text("report"),
+                env,
+            }
+        })
+        .collect()
+}
+
+/// docs/python.md's table of presets on Gymnasium tasks.
+fn gymnasium_table(rows: &[GymRow]) -> String {
+    let mut out = String::from(
+        "| preset | Gymnasium env | return: median [min, max] | budget | published | report |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let m = &r.measured;
+        writeln!(
+            out,
+            "| {} | `{}` | {} [{}, {}], {} seeds | {} {} | {} ({}) | {} |",
+            shown(&r.preset),
+            r.env,
+            figure(m.median, "return"),
+            figure(m.min, "return"),
+            figure(m.max, "return"),
+            m.seeds,
+            count(m.budget),
+            m.unit,
+            figure(r.anchor, "return"),
+            r.anchor_source,
+            link(&r.report, "docs"),
+        )
+        .unwrap();
+    }
+    out
+}
+
 /// `x` as the reports write it: a success rate with two decimals, a return
 /// as a whole number with its thousands apart (`1 135`, `−1`).
 fn figure(x: f64, metric: &str) -> String {
@@ -251,10 +331,12 @@ fn wall_table(results: &[Row]) -> String {
 
 /// The generated blocks: page, block name, contents.
 fn blocks(results: &[Row]) -> Vec<(&'static str, &'static str, String)> {
+    let gymnasium = gymnasium_rows(&read("docs/results.toml"));
     vec![
         ("README.md", "results", readme_table(results)),
         ("docs/presets.md", "presets", presets_table(results)),
         ("docs/benchmarks.md", "wall-times", wall_table(results)),
+        ("docs/python.md", "gymnasium", gymnasium_table(&gymnasium)),
     ]
 }
 
@@ -348,7 +430,16 @@ fn generated_tables_are_the_data() {
 #[test]
 fn every_median_is_a_figure_of_its_report() {
     let results = results(&read("docs/results.toml"));
-    let found = unsupported(&results, read);
+    let mut found = unsupported(&results, read);
+    for r in gymnasium_rows(&read("docs/results.toml")) {
+        let median = figure(r.measured.median, "return");
+        if !writes_figure(&read(&r.report), &median) {
+            found.push(format!(
+                "{} on {}: median {median} is not in {}",
+                r.preset, r.env, r.report
+            ));
+        }
+    }
     assert!(found.is_empty(), "{found:#?}");
 }
 
