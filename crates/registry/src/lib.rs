@@ -195,10 +195,17 @@ impl EnvEntry {
 /// error naming it (serde's "unknown field", which `--set` reports as an
 /// unknown key).
 pub fn settings_of<S: DeserializeOwned>(table: &toml::Table) -> Result<S> {
+    typed_settings(table, "env")
+}
+
+/// A settings table as its typed struct, errors prefixed by `what`
+/// ("env", "algo"): the one reader of an env's and an algorithm's
+/// settings.
+pub fn typed_settings<S: DeserializeOwned>(table: &toml::Table, what: &str) -> Result<S> {
     toml::Value::Table(table.clone())
         .try_into()
         .map_err(|e: toml::de::Error| {
-            Error::Config(format!("env settings: {}", e.message().trim()))
+            Error::Config(format!("{what} settings: {}", e.message().trim()))
         })
 }
 

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_parallel::Backend;
-use shoal_rl_registry::table_of;
+use shoal_rl_registry::{table_of, typed_settings};
 
 use crate::overrides::assignments_to;
 
@@ -344,11 +344,7 @@ impl AlgoConfig {
     /// naming it (serde's "unknown field", which `--set` reports as an
     /// unknown key).
     pub fn settings_of<S: DeserializeOwned>(table: &toml::Table) -> Result<S> {
-        toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                Error::Config(format!("algo settings: {}", e.message().trim()))
-            })
+        typed_settings(table, "algo")
     }
 }
 
