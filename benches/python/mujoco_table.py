@@ -5,9 +5,10 @@
 Trains PRESET (e.g. `worm-ppo`) on the Gymnasium env ENV_ID (e.g.
 `Swimmer-v5`) for STEPS env steps with seed SEED, in a run directory of
 its own under `runs/mujoco/`, and appends one CSV row: preset, env, seed,
-steps, the final evaluation's mean return (deterministic policy), its
-episodes, the wall seconds, and the run directory. Needs the MuJoCo
-extra (docs/python.md). Run it one process per core.
+steps, the final evaluation's mean return (deterministic policy) and
+success rate (goal tasks such as Fetch; empty elsewhere), its episodes,
+the wall seconds, and the run directory. Needs the MuJoCo extra
+(docs/python.md). Run it one process per core.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main() -> None:
         "seed": seed,
         "env_steps": summary["env_steps"],
         "final_return": round(summary["eval_return_mean"], 1),
+        "final_success": summary.get("eval_success_rate"),
         "eval_episodes": summary.get("eval_episodes"),
         "wall_s": round(wall),
         "run": str(run_dir),
