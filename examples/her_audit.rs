@@ -285,7 +285,7 @@ fn main() -> Result<()> {
     let Some(ddpg) = cfg.algo.settings_if::<shoal_rl::algo::DdpgConfig>("ddpg") else {
         return Err(Error::Config("her_audit reads DDPG + HER runs".into()));
     };
-    let her = ddpg.her();
+    let her = ddpg.her.clone();
     let reach = reach_of(&cfg.env)?;
     let make = || registries.envs.make_goal_env(&cfg.env);
     let mut learner = Ddpg::new(ddpg.clone(), make()?, make()?, cfg.seed)?;

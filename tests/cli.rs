@@ -774,8 +774,9 @@ fn td3_and_sac_give_the_same_run_on_threads_and_processes() {
     // draws come from each worker's seeded round generator, and averaging
     // with the critics first sends two messages per update.
     let dir = scratch("backends-off-policy");
-    // A kind switched on a DDPG preset keeps the preset's DDPG values, so
-    // each learner's own keys are named.
+    // A kind switched on a DDPG preset takes the new kind's defaults for
+    // the keys the preset leaves out; each learner's own keys are named
+    // anyway, so the runs stay these variants if the defaults move.
     let own_keys = |kind: &str| -> &'static [&'static str] {
         match kind {
             "td3" => &[
@@ -784,10 +785,8 @@ fn td3_and_sac_give_the_same_run_on_threads_and_processes() {
                 "algo.target_policy_noise=0.2",
             ],
             _ => &[
-                "algo.actor=\"gaussian\"",
                 "algo.n_critics=2",
-                "algo.random_eps=0.0",
-                "algo.noise_eps=0.0",
+                "algo.init_alpha=1.0",
                 "algo.action_l2=0.0",
                 "algo.clip_target=false",
             ],
@@ -924,9 +923,16 @@ fn config_prints_the_configuration_train_runs_with() {
     // Every key of another algorithm's preset, not only the help's.
     let ddpg = shoal("config push-ddpg-her", &dir);
     let text = String::from_utf8_lossy(&ddpg.stdout);
-    for key in ["batch_size = ", "her_strategy = ", "n_batches = "] {
+    for key in [
+        "batch_size = ",
+        "[algo.her]\n",
+        "\nstrategy = ",
+        "n_batches = ",
+    ] {
         assert!(text.contains(key), "`{key}` missing from\n{text}");
     }
+    let her = &text[text.find("[algo.her]\n").unwrap()..];
+    assert!(her.contains("\nstrategy = \"final\"\n"), "{her}");
 
     // The same refusals as `shoal train`, before anything is written.
     assert_clean_failure(
@@ -1427,4 +1433,68 @@ fn three_level_hac_trains_through_the_binary() {
     let summary = summary_without_wall(&dir.join("run"));
     assert_eq!(summary["episodes"], 6);
     assert!(summary["eval_success_rate"].is_number(), "{summary}");
+}
+
+/// Runs written by the version before `[algo.her]` and the per-variant
+/// keys (`tests/fixtures/earlier-layout`: `toy-ddpg-her` as `ddpg`, `td3`
+/// and `sac`, `algo.hidden = [4]`, 4 episodes with a checkpoint; their
+/// `config.toml` holds the flat `her_*` keys and every variant's keys)
+/// resume to 8 episodes, and every record equals a run of 8 episodes that
+/// today's version trained in one go.
+#[test]
+fn runs_of_the_earlier_config_layout_resume_exactly() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/earlier-layout");
+    for kind in ["ddpg", "td3", "sac"] {
+        let dir = scratch(&format!("earlier-layout-{kind}"));
+        copy_dir(&fixtures.join(kind), &dir.join("resumed"));
+        let saved = std::fs::read_to_string(dir.join("resumed/config.toml")).unwrap();
+        assert!(
+            saved.contains("her_k = 4"),
+            "{kind}: not the earlier layout"
+        );
+        let episodes = ["--set", "train.episodes=8", "--quiet"];
+        let mut resume = vec!["train", "--resume", "resumed"];
+        resume.extend(episodes);
+        let out = shoal_args(&resume, &dir);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        let kind_set = format!("algo.kind=\"{kind}\"");
+        let mut fresh = vec![
+            "train",
+            "toy-ddpg-her",
+            "--out",
+            "fresh",
+            "--set",
+            &kind_set,
+            "--set",
+            "algo.hidden=[4]",
+            "--set",
+            "train.checkpoint_every=4",
+            "--set",
+            "train.eval_every=4",
+        ];
+        fresh.extend(episodes);
+        let out = shoal_args(&fresh, &dir);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        let (resumed, fresh) = (records(&dir.join("resumed")), records(&dir.join("fresh")));
+        assert!(fresh.len() >= 8, "{kind}: {} records", fresh.len());
+        assert_eq!(resumed, fresh, "{kind}");
+        assert_eq!(
+            summary_without_wall(&dir.join("resumed")),
+            summary_without_wall(&dir.join("fresh")),
+            "{kind}"
+        );
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }

@@ -217,8 +217,12 @@ def sb3_push(
 
 
 def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_episodes: int, log,
-             checkpoint: Checkpoint | None = None) -> None:
-    """SB3 TD3, SAC or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0.
+             checkpoint: Checkpoint | None = None, env_id: str = "shoal/Worm-v0",
+             gamma: float | None = None) -> None:
+    """SB3 TD3, SAC or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0
+    (or ``env_id``, a Gymnasium env with 1 000-step episodes such as
+    HalfCheetah-v5; ``gamma`` replaces the Swimmer entry's discount, as the
+    Zoo's other MuJoCo entries have 0.99).
 
     With ``checkpoint`` (TD3 and SAC), the model and its replay buffer are
     saved every ``checkpoint.every`` env steps, and a run that finds a saved
@@ -230,13 +234,13 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     torch.manual_seed(seed)
-    eval_env = DummyVecEnv([lambda: gym.make("shoal/Worm-v0")])
+    eval_env = DummyVecEnv([lambda: gym.make(env_id)])
     if algo == "td3":
         # rl-baselines3-zoo hyperparams/td3.yml, Swimmer-v4 (mujoco defaults, gamma 0.9999).
-        env = DummyVecEnv([lambda: Monitor(gym.make("shoal/Worm-v0"))])
+        env = DummyVecEnv([lambda: Monitor(gym.make(env_id))])
         model = TD3(
             "MlpPolicy", env, learning_starts=10_000, learning_rate=1e-3, batch_size=256,
-            train_freq=1, gradient_steps=1, gamma=0.9999,
+            train_freq=1, gradient_steps=1, gamma=gamma or 0.9999,
             action_noise=NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)),
             policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu",
         )
@@ -244,14 +248,14 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
         # rl-baselines3-zoo hyperparams/sac.yml, Swimmer-v4 (mujoco defaults,
         # gamma 0.999): SB3's SAC defaults otherwise (256 x 256, Adam 3e-4,
         # batch 256, tau 0.005, one gradient step per env step, ent_coef auto).
-        env = DummyVecEnv([lambda: Monitor(gym.make("shoal/Worm-v0"))])
+        env = DummyVecEnv([lambda: Monitor(gym.make(env_id))])
         model = SAC(
-            "MlpPolicy", env, learning_starts=10_000, gamma=0.999, seed=seed, device="cpu",
+            "MlpPolicy", env, learning_starts=10_000, gamma=gamma or 0.999, seed=seed, device="cpu",
         )
     else:
         # rl-baselines3-zoo hyperparams/ppo.yml, Swimmer-v4: normalize, 4 envs.
         env = VecNormalize(
-            DummyVecEnv([lambda: Monitor(gym.make("shoal/Worm-v0")) for _ in range(4)]), gamma=0.9999
+            DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(4)]), gamma=0.9999
         )
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
         model = PPO(
@@ -537,6 +541,10 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=6000, help="push: training episodes (preset: 6000)")
     parser.add_argument("--eval-every", type=int, default=500, help="push: episodes between evaluations")
     parser.add_argument("--env-steps", type=int, default=1_000_000, help="worm: SB3 env steps")
+    parser.add_argument("--env-id", default="shoal/Worm-v0",
+                        help="worm: SB3's Gymnasium env instead (1 000-step episodes, e.g. HalfCheetah-v5; "
+                             "shoal's side of it: benches/python/mujoco_table.py)")
+    parser.add_argument("--gamma", type=float, help="worm, TD3 and SAC: SB3's discount instead of the Swimmer entry's")
     parser.add_argument("--worm-eval-every", type=int, default=20_000, help="worm: SB3 env steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--algo", choices=["ddpg", "td3", "sac", "ppo"],
@@ -571,6 +579,8 @@ def main() -> None:
         parser.error("--resume applies to worm with --algo td3 or sac")
     if args.checkpoint_every <= 0 or args.checkpoint_every % 1000:
         parser.error("--checkpoint-every must be a positive multiple of 1000 (worm episodes are 1000 steps)")
+    if args.env_id != "shoal/Worm-v0" and (args.task != "worm" or args.shoal_bin):
+        parser.error("--env-id runs SB3 alone on the worm task; shoal's runs: benches/python/mujoco_table.py")
     if args.report_only:
         report(args.out, args.task)
         return
@@ -609,7 +619,7 @@ def main() -> None:
                     f"train.checkpoint_every={args.episodes}",
                     # The preset relabels with `final` since 2026-11-24;
                     # SB3 is set up with `future`, k = 4, as OpenAI baselines.
-                    'algo.her_strategy="future"',
+                    'algo.her.strategy="future"',
                     *args.shoal_set,
                 ]
                 # TD3 and SAC + HER on push are experiment configs, trained by path.
@@ -620,7 +630,8 @@ def main() -> None:
                              logger(f"shoal-{args.algo}-her-seed{seed}"))
         else:
             if not args.skip_sb3:
-                name = f"sb3-{args.algo}-seed{seed}"
+                env_name = "" if args.env_id == "shoal/Worm-v0" else f"{args.env_id}-"
+                name = f"sb3-{args.algo}-{env_name}seed{seed}"
                 checkpoint = None
                 if args.algo != "ppo":
                     checkpoint = Checkpoint(args.out / args.task / f"{name}.save", args.checkpoint_every,
@@ -630,7 +641,8 @@ def main() -> None:
 
                         shutil.rmtree(checkpoint.directory)
                 sb3_worm(seed, args.algo, args.env_steps, args.worm_eval_every, args.eval_episodes,
-                         logger(name, fresh=checkpoint is None), checkpoint=checkpoint)
+                         logger(name, fresh=checkpoint is None), checkpoint=checkpoint,
+                         env_id=args.env_id, gamma=args.gamma)
             if args.shoal_bin:
                 # Worm episodes are 1 000 steps: the same budget and
                 # evaluation points as SB3's, in episodes.

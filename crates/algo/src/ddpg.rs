@@ -16,7 +16,7 @@
 //! runs such a round after every episode, `train_every = step` after every
 //! environment step. Stepwise rounds also draw from the episode being
 //! played, as Stable-Baselines3's and CleanRL's buffers do, unless HER
-//! relabels (`her_k > 0`): a relabelled batch needs finished episodes, as
+//! relabels (`her.k > 0`): a relabelled batch needs finished episodes, as
 //! in Stable-Baselines3's HER buffer. Without it, what the actor does
 //! would be replayed an episode late: 1 000 gradient steps on the worm.
 //!
@@ -51,7 +51,7 @@
 //! stored transition keeps the reward the env gave
 //! ([`Episode::push_rewarded`]), as Stable-Baselines3's replay does, since
 //! no goal can recompute it. Such an env has nothing to relabel
-//! (`her_k = 0`, refused otherwise) and reports no success rate; a
+//! (`her.k = 0`, refused otherwise) and reports no success rate; a
 //! transition is terminal where the env ended the task. The goal tasks'
 //! extras (`action_l2`, `clip_target` for −1/0 rewards) are settings to
 //! turn off there.
@@ -93,8 +93,7 @@ use crate::actor_critic::{
 };
 use crate::check;
 use crate::her::{
-    HerConfig, HerStrategy, MissedRelabel, RelabelCounts, TransitionBatch,
-    sample_batch_with_playing, sample_episode,
+    HerConfig, RelabelCounts, TransitionBatch, sample_batch_with_playing, sample_episode,
 };
 use crate::replay::{Episode, EpisodeDims, ReplayBuffer};
 use crate::versioned::read_state;
@@ -212,23 +211,10 @@ pub struct DdpgConfig {
     /// `actor_lr` as SB3 has it); false: α stays `init_alpha`. Only with
     /// `actor = "gaussian"`. Default true.
     pub learn_alpha: bool,
-    /// Source of hindsight goals. Default `future`.
-    pub her_strategy: HerStrategy,
-    /// Hindsight goals per real goal (relabel probability `k/(1+k)`). Default 4.
-    pub her_k: usize,
-    /// Do not relabel episodes whose achieved goal never moved (see [`HerConfig`]). Default false.
-    pub her_skip_static: bool,
-    /// Draw hindsight goals only until the achieved goal settles (see [`HerConfig`]). Default false.
-    pub her_cap_at_settle: bool,
-    /// Relabelling of episodes whose object moved but missed the goal: `keep`
-    /// (plain HER) or `path` (only points the object passed while moving,
-    /// never where it stopped; see [`MissedRelabel`]). Default `keep`.
-    pub her_missed: MissedRelabel,
-    /// Movement below which the achieved goal counts as static (goal units). Default 0.001.
-    pub her_static_epsilon: f64,
-    /// A transition is terminal when its achieved goal reaches the goal it is
-    /// replayed with (envs that end on success). Default true.
-    pub success_is_terminal: bool,
+    /// Hindsight experience replay: the `[algo.her]` table (see
+    /// [`HerConfig`]; `k = 0` turns relabelling off, as envs without goals
+    /// need). Default `future` with `k = 4`.
+    pub her: HerConfig,
 }
 
 impl Default for DdpgConfig {
@@ -266,13 +252,7 @@ impl Default for DdpgConfig {
             init_alpha: 1.0,
             target_entropy: None,
             learn_alpha: true,
-            her_strategy: HerStrategy::Future,
-            her_k: 4,
-            her_skip_static: false,
-            her_cap_at_settle: false,
-            her_missed: MissedRelabel::Keep,
-            her_static_epsilon: 1e-3,
-            success_is_terminal: true,
+            her: HerConfig::default(),
         }
     }
 }
@@ -401,9 +381,6 @@ impl DdpgConfig {
                  from the policy already",
             );
         }
-        if self.her_k > check::MAX_HER_K {
-            return bad("her_k", "must be at most 64");
-        }
         if self.buffer_size == 0 {
             return bad("buffer_size", "must be at least 1");
         }
@@ -423,19 +400,74 @@ impl DdpgConfig {
         if !(self.clip_obs > 0.0 && self.norm_clip > 0.0 && self.norm_eps > 0.0) {
             return bad("clip_obs / norm_clip / norm_eps", "must be positive");
         }
-        self.her().validate()
+        self.her.validate()
+    }
+}
+
+/// The three variants of the agent a config names by `algo.kind`, each
+/// with its defaults and the keys of [`DdpgConfig`] it takes: the keys it
+/// does not take are fixed by the variant (`actor`) or never read by its
+/// update (SAC's temperature in DDPG, exploration noise in SAC), so a
+/// config that sets one has mistaken the algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DdpgVariant {
+    /// DDPG: one critic, the actor every update, exploration noise.
+    Ddpg,
+    /// TD3: DDPG with twin critics, a delayed actor and target smoothing.
+    Td3,
+    /// SAC: the squashed Gaussian actor and a learned temperature.
+    Sac,
+}
+
+impl DdpgVariant {
+    /// Every variant, in the order `algo.kind` lists them.
+    pub const ALL: [DdpgVariant; 3] = [DdpgVariant::Ddpg, DdpgVariant::Td3, DdpgVariant::Sac];
+
+    /// Its `algo.kind`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            DdpgVariant::Ddpg => "ddpg",
+            DdpgVariant::Td3 => "td3",
+            DdpgVariant::Sac => "sac",
+        }
     }
 
-    /// The hindsight settings as a [`HerConfig`].
-    pub fn her(&self) -> HerConfig {
-        HerConfig {
-            strategy: self.her_strategy,
-            k: self.her_k,
-            skip_static: self.her_skip_static,
-            cap_at_settle: self.her_cap_at_settle,
-            missed: self.her_missed,
-            static_epsilon: self.her_static_epsilon as f32,
-            success_is_terminal: self.success_is_terminal,
+    /// Its default settings ([`DdpgConfig::default`], [`DdpgConfig::td3`],
+    /// [`DdpgConfig::sac`]).
+    pub fn defaults(self) -> DdpgConfig {
+        match self {
+            DdpgVariant::Ddpg => DdpgConfig::default(),
+            DdpgVariant::Td3 => DdpgConfig::td3(),
+            DdpgVariant::Sac => DdpgConfig::sac(),
+        }
+    }
+
+    /// The keys of [`DdpgConfig`] a config of this variant may not set;
+    /// they keep the variant's [defaults](DdpgVariant::defaults).
+    pub fn foreign_keys(self) -> &'static [&'static str] {
+        match self {
+            DdpgVariant::Ddpg => &[
+                "actor",
+                "n_critics",
+                "policy_delay",
+                "target_policy_noise",
+                "target_noise_clip",
+                "init_alpha",
+                "target_entropy",
+                "learn_alpha",
+            ],
+            DdpgVariant::Td3 => &["actor", "init_alpha", "target_entropy", "learn_alpha"],
+            DdpgVariant::Sac => &[
+                "actor",
+                "random_eps",
+                "noise_eps",
+                "noise",
+                "policy_delay",
+                "target_policy_noise",
+                "target_noise_clip",
+                "bound_gradient",
+                "preactivation_l2",
+            ],
         }
     }
 }
@@ -624,11 +656,11 @@ impl<E: GoalEnv> Ddpg<E> {
                 "a goal env's observation holds its two goals (observation {full}, goal {goal})"
             )));
         }
-        if goal == 0 && config.her_k > 0 {
+        if goal == 0 && config.her.k > 0 {
             return Err(Error::Config(format!(
-                "the env has no goals for hindsight relabelling to substitute: set algo.her_k = 0 \
+                "the env has no goals for hindsight relabelling to substitute: set algo.her.k = 0 \
                  (it is {})",
-                config.her_k
+                config.her.k
             )));
         }
         let action_space = check::matching_bounded_envs(&env, &eval_env, "DDPG")?;
@@ -653,7 +685,7 @@ impl<E: GoalEnv> Ddpg<E> {
             seed,
         );
         Ok(Ddpg {
-            her: config.her(),
+            her: config.her.clone(),
             norms: GoalNormalizer::new(
                 dims.obs,
                 dims.goal,
@@ -829,7 +861,7 @@ impl<E: GoalEnv> Ddpg<E> {
                 episode.set_terminated(step.terminated);
             }
             if self.config.train_every == TrainEvery::Step && !warmup && !self.buffer.is_empty() {
-                let playing = (self.config.her_k == 0).then_some(&episode);
+                let playing = (self.config.her.k == 0).then_some(&episode);
                 self.train_round(playing, reducer, tally)?;
                 policy = self.frozen_policy();
             }

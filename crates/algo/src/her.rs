@@ -91,8 +91,10 @@ pub enum MissedRelabel {
     Path,
 }
 
-/// How transitions are relabelled.
+/// How transitions are relabelled: DDPG's, TD3's and SAC's `[algo.her]`
+/// table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HerConfig {
     /// Source of substituted goals. Default `future`.
     pub strategy: HerStrategy,
@@ -146,6 +148,13 @@ impl HerConfig {
 
     /// Checks the values.
     pub fn validate(&self) -> Result<()> {
+        if self.k > crate::check::MAX_HER_K {
+            return Err(Error::Config(format!(
+                "her k must be at most {}, got {}",
+                crate::check::MAX_HER_K,
+                self.k
+            )));
+        }
         if !(self.static_epsilon.is_finite() && self.static_epsilon >= 0.0) {
             return Err(Error::Config(format!(
                 "her static_epsilon must be finite and non-negative, got {}",

@@ -45,7 +45,7 @@ pub use actor_critic::{
     TemperatureConfig, UpdateSettings, UpdateStats, share_at_bound,
 };
 pub use check::{MAX_BATCH, MAX_HER_K, MAX_HORIZON, MAX_LAYERS, MAX_WIDTH};
-pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, TrainEvery};
+pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, DdpgVariant, TrainEvery};
 pub use hac::{
     Attempt, Hac, HacConfig, HacFrame, HacLevel, HacModels, HindsightGoals, MAX_LEVEL_BUFFER,
     PenaltyRule, attempt_transitions,
@@ -74,6 +74,7 @@ pub fn config_docs(name: &str) -> Option<Vec<shoal_rl_core::docs::FieldDoc>> {
             include_str!("reinforce.rs"),
             include_str!("ppo.rs"),
             include_str!("ddpg.rs"),
+            include_str!("her.rs"),
             include_str!("hac/config.rs"),
         ],
         name,

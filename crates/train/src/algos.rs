@@ -27,7 +27,9 @@ use std::fmt;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use shoal_rl_algo::{Ddpg, DdpgConfig, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig};
+use shoal_rl_algo::{
+    Ddpg, DdpgConfig, DdpgVariant, Hac, HacConfig, Ppo, PpoConfig, Reinforce, ReinforceConfig,
+};
 use shoal_rl_core::docs::key_docs;
 use shoal_rl_core::{Env, Error, GoalEnv, GradientLearner, Result, RolloutLearner, WithoutGoals};
 pub use shoal_rl_registry::Registry;
@@ -60,8 +62,10 @@ pub type WorkerRules = fn(&mut RunConfig, &Share, Named<'_>);
 pub struct LearnerContext<'a> {
     /// The algorithm's `kind`.
     pub kind: &'a str,
-    /// The `[algo]` settings, whole.
-    pub settings: &'a toml::Table,
+    /// The `[algo]` settings, whole: the run's keys laid over its
+    /// entry's defaults, so the keys a kind fixes are there too
+    /// ([`AlgoEntry::foreign_keys`]).
+    pub settings: toml::Table,
     /// The worker's rank.
     pub rank: usize,
     /// The worker's seed: the run's seed + rank.
@@ -77,9 +81,11 @@ pub struct LearnerContext<'a> {
 }
 
 impl<'a> LearnerContext<'a> {
-    /// Worker `rank`'s context in the run `cfg`, its envs from `envs`.
+    /// Worker `rank`'s context in the run `cfg`, its algorithm `algo`, its
+    /// envs from `envs`.
     pub fn new(
         envs: &'a EnvRegistry,
+        algo: &AlgoEntry,
         cfg: &'a RunConfig,
         rank: usize,
         lr_scale: f64,
@@ -87,7 +93,7 @@ impl<'a> LearnerContext<'a> {
     ) -> Result<Self> {
         Ok(LearnerContext {
             kind: cfg.algo.kind(),
-            settings: &cfg.algo.settings,
+            settings: algo.whole(&cfg.algo.settings),
             rank,
             seed: shoal_rl_parallel::worker_seed(cfg.seed, rank),
             lr_scale,
@@ -100,7 +106,7 @@ impl<'a> LearnerContext<'a> {
 
     /// The settings as the algorithm's typed struct.
     pub fn settings<S: DeserializeOwned>(&self) -> Result<S> {
-        AlgoConfig::settings_of(self.settings)
+        AlgoConfig::settings_of(&self.settings)
     }
 
     /// A fresh training env.
@@ -145,8 +151,16 @@ pub struct AlgoEntry {
     /// order. The first key or value the struct refuses is an error naming
     /// it.
     pub normalize: fn(&toml::Table) -> Result<toml::Table>,
-    /// Every settings key with its doc comment.
+    /// Every key of its settings struct with its doc comment.
     pub key_docs: fn() -> Vec<(String, String)>,
+    /// Keys of its settings struct that its configs may not set: another
+    /// kind's, which this kind fixes at its defaults (`init_alpha` in
+    /// `ddpg`). Absent from its `[algo]` tables. None by default.
+    pub foreign_keys: &'static [&'static str],
+    /// Reads a table of an earlier layout as today's, in place; true when
+    /// it was one. Such a table, written whole, holds other kinds' keys at
+    /// this kind's defaults, and those are dropped. None by default.
+    pub upgrade: fn(&mut toml::Table) -> bool,
     /// The learner of a worker.
     pub learner: MakeLearner,
     /// Its learner for rollout gathering, if it can collect episodes apart
@@ -184,6 +198,8 @@ impl AlgoEntry {
             defaults: || table_of(&S::default()).expect("default settings are TOML"),
             normalize: |table| table_of(&AlgoConfig::settings_of::<S>(table)?),
             key_docs: Vec::new,
+            foreign_keys: &[],
+            upgrade: |_| false,
             learner,
             rollout_learner: None,
             worker_rules: |_, _, _| {},
@@ -201,14 +217,58 @@ impl AlgoEntry {
         self
     }
 
-    /// A config's `[algo]` settings whole: its keys laid over this entry's
-    /// [`defaults`](AlgoEntry::defaults), then read by the settings struct
-    /// and written back ([`normalize`](AlgoEntry::normalize)), so an
-    /// unknown key or a bad value is an error naming it.
+    /// A config's `[algo]` settings as its tables hold them: its keys
+    /// (upgraded from an earlier layout) laid over this entry's
+    /// [`defaults`](AlgoEntry::defaults), read by the settings struct and
+    /// written back ([`normalize`](AlgoEntry::normalize)), without the
+    /// [`foreign_keys`](AlgoEntry::foreign_keys). An unknown or foreign
+    /// key, or a bad value, is an error naming it.
     pub fn complete(&self, settings: &toml::Table) -> Result<toml::Table> {
-        let mut full = (self.defaults)();
-        full.extend(settings.clone());
-        (self.normalize)(&full)
+        let mut given = settings.clone();
+        let defaults = (self.defaults)();
+        if (self.upgrade)(&mut given) {
+            // Written whole by an earlier version: another kind's keys at
+            // this kind's defaults set nothing.
+            given.retain(|key, value| !(self.is_foreign(key) && defaults.get(key) == Some(value)));
+        }
+        if let Some(key) = given.keys().find(|key| self.is_foreign(key)) {
+            return Err(Error::Config(format!(
+                "algo settings: `{key}` is not a setting of `{}` (its settings: {})",
+                self.kind,
+                self.own_keys().join(", ")
+            )));
+        }
+        let mut full = defaults;
+        full.extend(given);
+        let mut table = (self.normalize)(&full)?;
+        table.retain(|key, _| !self.is_foreign(key));
+        Ok(table)
+    }
+
+    /// `settings` laid over this entry's defaults: every key of its
+    /// settings struct, as its factory reads them.
+    pub fn whole(&self, settings: &toml::Table) -> toml::Table {
+        let mut whole = (self.defaults)();
+        whole.extend(settings.clone());
+        whole
+    }
+
+    /// Its documented keys, without the foreign ones.
+    pub fn documented_keys(&self) -> Vec<(String, String)> {
+        let mut docs = (self.key_docs)();
+        docs.retain(|(key, _)| !self.is_foreign(key));
+        docs
+    }
+
+    fn own_keys(&self) -> Vec<String> {
+        self.documented_keys()
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    fn is_foreign(&self, key: &str) -> bool {
+        self.foreign_keys.contains(&key)
     }
 
     /// Needing a goal-conditioned env.
@@ -229,6 +289,20 @@ impl AlgoEntry {
     #[must_use]
     pub fn key_docs(mut self, docs: fn() -> Vec<(String, String)>) -> Self {
         self.key_docs = docs;
+        self
+    }
+
+    /// With keys of its settings struct that its configs may not set.
+    #[must_use]
+    pub fn foreign_keys(mut self, keys: &'static [&'static str]) -> Self {
+        self.foreign_keys = keys;
+        self
+    }
+
+    /// With an upgrade of tables an earlier version wrote.
+    #[must_use]
+    pub fn upgrade(mut self, upgrade: fn(&mut toml::Table) -> bool) -> Self {
+        self.upgrade = upgrade;
         self
     }
 
@@ -271,14 +345,14 @@ impl Entry for AlgoEntry {
             .rollout_learner(|learner| Ok(Box::new(make_ppo(learner)?)))
             .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "PpoConfig")),
             ddpg_agent(
-                "ddpg",
+                DdpgVariant::Ddpg,
                 "DDPG (with hindsight experience replay on goal envs)",
                 || table_of(&DdpgConfig::default()).expect("DDPG's settings are TOML"),
             ),
             // TD3 is DDPG's agent with TD3's four settings
             // (`DdpgConfig::td3`, which says why `action_l2` stays).
             ddpg_agent(
-                "td3",
+                DdpgVariant::Td3,
                 "TD3 (twin critics, target smoothing, delayed actor; with hindsight experience \
                  replay on goal envs)",
                 || table_of(&DdpgConfig::td3()).expect("TD3's settings are TOML"),
@@ -286,7 +360,7 @@ impl Entry for AlgoEntry {
             // SAC is DDPG's agent with a Gaussian actor and SAC's settings
             // (`DdpgConfig::sac`, which says why the cycle schedule stays).
             ddpg_agent(
-                "sac",
+                DdpgVariant::Sac,
                 "SAC (Gaussian actor, twin critics, learned temperature; with hindsight \
                  experience replay on goal envs)",
                 || table_of(&DdpgConfig::sac()).expect("SAC's settings are TOML"),
@@ -318,14 +392,55 @@ pub fn gather_kinds(algos: &AlgoRegistry) -> String {
 // ---- shoal's own algorithms: each entry's factories and rules ----
 
 /// An entry of DDPG's agent (`ddpg`, `td3`, `sac`): the same factory,
-/// settings struct and worker rules, with the variant's `defaults`. It
-/// trains on goal envs (with HER) and on plain ones ([`WithoutGoals`],
-/// `her_k = 0`).
-fn ddpg_agent(kind: &'static str, about: &'static str, defaults: fn() -> toml::Table) -> AlgoEntry {
-    AlgoEntry::new::<DdpgConfig>(kind, about, |learner| Ok(Box::new(make_ddpg(learner)?)))
-        .defaults(defaults)
-        .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
-        .worker_rules(ddpg_averaging_rules)
+/// settings struct and worker rules, with the variant's `defaults` and
+/// keys. It trains on goal envs (with HER) and on plain ones
+/// ([`WithoutGoals`], `her.k = 0`).
+fn ddpg_agent(
+    variant: DdpgVariant,
+    about: &'static str,
+    defaults: fn() -> toml::Table,
+) -> AlgoEntry {
+    AlgoEntry::new::<DdpgConfig>(variant.kind(), about, |learner| {
+        Ok(Box::new(make_ddpg(learner)?))
+    })
+    .defaults(defaults)
+    .foreign_keys(variant.foreign_keys())
+    .upgrade(upgrade_flat_her_keys)
+    .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "DdpgConfig"))
+    .worker_rules(ddpg_averaging_rules)
+}
+
+/// HER's settings as the flat `her_*` keys (and `success_is_terminal`) of
+/// earlier versions, each with its key in today's `[algo.her]` table.
+const FLAT_HER_KEYS: [(&str, &str); 7] = [
+    ("her_strategy", "strategy"),
+    ("her_k", "k"),
+    ("her_skip_static", "skip_static"),
+    ("her_cap_at_settle", "cap_at_settle"),
+    ("her_missed", "missed"),
+    ("her_static_epsilon", "static_epsilon"),
+    ("success_is_terminal", "success_is_terminal"),
+];
+
+/// Moves the flat HER keys of earlier versions into the `[algo.her]`
+/// table; true if there were any (a table written whole by a version that
+/// had every variant's keys in one struct).
+fn upgrade_flat_her_keys(settings: &mut toml::Table) -> bool {
+    let mut moved = false;
+    for (flat, key) in FLAT_HER_KEYS {
+        let Some(value) = settings.remove(flat) else {
+            continue;
+        };
+        moved = true;
+        if let toml::Value::Table(her) = settings
+            .entry("her")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            // A flat key beside the table is a later `--set` of the old name.
+            her.insert(key.into(), value);
+        }
+    }
+    moved
 }
 
 /// Averaging workers of DDPG's agent: a larger budget, and the batch split
@@ -334,15 +449,18 @@ fn ddpg_averaging_rules(cfg: &mut RunConfig, share: &Share, named: Named<'_>) {
     if !averaged_batch_follows(cfg, share, named) {
         return;
     }
-    let Ok(mut ddpg) = cfg.algo.settings::<DdpgConfig>() else {
+    // The stored table holds the variant's keys only: the rule edits the
+    // two it changes.
+    let Ok(ddpg) = cfg.algo.settings::<DdpgConfig>() else {
         return;
     };
     let (batch, updates) = averaging_ddpg_work(ddpg.batch_size, ddpg.n_batches, share.workers);
-    ddpg.batch_size = batch;
+    let count = |n: usize| toml::Value::Integer(i64::try_from(n).expect("a checked count"));
+    let settings = &mut cfg.algo.settings;
+    settings.insert("batch_size".into(), count(batch));
     if !named.has("algo.n_batches") {
-        ddpg.n_batches = updates;
+        settings.insert("n_batches".into(), count(updates));
     }
-    cfg.algo = AlgoConfig::new(cfg.algo.kind(), &ddpg).expect("DDPG's settings are TOML");
 }
 
 /// Averaging workers of HAC: a larger budget and the batch split between
@@ -529,11 +647,6 @@ mod tests {
             }
         );
         assert_eq!((full.n_critics, full.target_policy_noise), (2, 0.2));
-        // DDPG's entry completes the same keys with DDPG's defaults.
-        let ddpg: DdpgConfig =
-            AlgoConfig::settings_of(&algos.get("ddpg").unwrap().complete(&sparse).unwrap())
-                .unwrap();
-        assert_eq!((ddpg.n_critics, ddpg.policy_delay), (1, 3));
         sparse.insert("n_critic".into(), toml::Value::Integer(2));
         let refused = td3.complete(&sparse).unwrap_err().to_string();
         assert!(refused.contains("unknown field `n_critic`"), "{refused}");
@@ -545,7 +658,10 @@ mod tests {
         let sac = algos.get("sac").unwrap();
         let mut sparse = toml::Table::new();
         sparse.insert("init_alpha".into(), toml::Value::Float(0.1));
-        let full: DdpgConfig = AlgoConfig::settings_of(&sac.complete(&sparse).unwrap()).unwrap();
+        let stored = sac.complete(&sparse).unwrap();
+        // The table holds SAC's keys only; its factory reads them whole.
+        assert!(!stored.contains_key("actor") && !stored.contains_key("noise_eps"));
+        let full: DdpgConfig = AlgoConfig::settings_of(&sac.whole(&stored)).unwrap();
         assert_eq!(
             full,
             DdpgConfig {
@@ -554,10 +670,111 @@ mod tests {
             }
         );
         assert_eq!(full.actor, shoal_rl_algo::ActorKind::Gaussian);
-        sparse.insert("actor".into(), toml::Value::String("stochastic".into()));
+        sparse.insert("learn_alpha".into(), toml::Value::String("yes".into()));
         let refused = sac.complete(&sparse).unwrap_err().to_string();
+        assert!(refused.contains("expected a boolean"), "{refused}");
+    }
+
+    #[test]
+    fn a_key_of_another_variant_is_refused_with_one_line_naming_the_kinds_keys() {
+        let algos = AlgoRegistry::builtin();
+        let refusal = |kind: &str, key: &str, value: toml::Value| {
+            let mut settings = toml::Table::new();
+            settings.insert(key.into(), value);
+            let error = algos.get(kind).unwrap().complete(&settings).unwrap_err();
+            error.to_string()
+        };
+        for (kind, key, value) in [
+            ("ddpg", "init_alpha", toml::Value::Float(0.5)),
+            ("ddpg", "policy_delay", toml::Value::Integer(2)),
+            ("td3", "learn_alpha", toml::Value::Boolean(false)),
+            ("sac", "noise_eps", toml::Value::Float(0.1)),
+            ("sac", "actor", toml::Value::String("deterministic".into())),
+            ("td3", "actor", toml::Value::String("gaussian".into())),
+        ] {
+            let message = refusal(kind, key, value);
+            assert!(
+                message.contains(&format!("`{key}` is not a setting of `{kind}`")),
+                "{message}"
+            );
+            assert!(!message.contains('\n'), "{message}");
+            // The kind's own keys, HER's nested ones among them, and no
+            // foreign one.
+            let listed = message.split_once("its settings: ").unwrap().1;
+            assert!(
+                listed.contains("batch_size") && listed.contains("her.k"),
+                "{message}"
+            );
+            assert!(!listed.split(", ").any(|k| k == key), "{message}");
+        }
+        // Each variant's own keys are accepted.
+        for (kind, key) in [
+            ("td3", "policy_delay"),
+            ("sac", "init_alpha"),
+            ("ddpg", "noise_eps"),
+        ] {
+            let mut settings = toml::Table::new();
+            let value = AlgoConfig::settings_of::<DdpgConfig>(&toml::Table::new()).unwrap();
+            let value = table_of(&value).unwrap()[key].clone();
+            settings.insert(key.into(), value);
+            assert!(
+                algos.get(kind).unwrap().complete(&settings).is_ok(),
+                "{kind} {key}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_foreign_key_is_a_key_of_ddpgs_settings() {
+        let all = DdpgConfig {
+            max_grad_norm: Some(1.0),
+            target_entropy: Some(-1.0),
+            ..DdpgConfig::default()
+        };
+        let keys = table_of(&all).unwrap();
+        for variant in DdpgVariant::ALL {
+            for key in variant.foreign_keys() {
+                assert!(keys.contains_key(*key), "{variant:?}: `{key}`");
+            }
+            // A variant's defaults are what it fixes its foreign keys at.
+            let entry = AlgoRegistry::builtin();
+            let entry = entry.get(variant.kind()).unwrap();
+            let read: DdpgConfig = AlgoConfig::settings_of(
+                &entry.whole(&entry.complete(&toml::Table::new()).unwrap()),
+            )
+            .unwrap();
+            assert_eq!(read, variant.defaults(), "{variant:?}");
+        }
+    }
+
+    #[test]
+    fn flat_her_keys_of_an_earlier_layout_read_as_the_her_table() {
+        let algos = AlgoRegistry::builtin();
+        let ddpg = algos.get("ddpg").unwrap();
+        // As the version before `[algo.her]` wrote a DDPG table: flat HER
+        // keys and every variant's keys, SAC's at their defaults.
+        let earlier: toml::Table = toml::from_str(
+            "her_strategy = \"final\"\nher_k = 2\nsuccess_is_terminal = false\n\
+             actor = \"deterministic\"\ninit_alpha = 1.0\nn_critics = 1\nbatch_size = 64\n",
+        )
+        .unwrap();
+        let read: DdpgConfig = AlgoConfig::settings_of(&ddpg.complete(&earlier).unwrap()).unwrap();
+        assert_eq!(
+            (
+                read.her.strategy,
+                read.her.k,
+                read.her.success_is_terminal,
+                read.batch_size
+            ),
+            (shoal_rl_algo::HerStrategy::Final, 2, false, 64)
+        );
+        // A key of another variant that held something else in that table
+        // still says the run was not this kind.
+        let mut twin = earlier.clone();
+        twin.insert("n_critics".into(), toml::Value::Integer(2));
+        let refused = ddpg.complete(&twin).unwrap_err().to_string();
         assert!(
-            refused.contains("unknown variant `stochastic`"),
+            refused.contains("`n_critics` is not a setting of `ddpg`"),
             "{refused}"
         );
     }
@@ -625,11 +842,16 @@ mod tests {
         let mut cfg = preset("toy-ddpg-her").unwrap();
         cfg.env = worm;
         let refused = check(&cfg).unwrap_err().to_string();
-        assert!(refused.contains("set algo.her_k = 0"), "{refused}");
+        assert!(refused.contains("set algo.her.k = 0"), "{refused}");
         let plain = Registries::default()
-            .with_overrides(&cfg, &["algo.her_k=0".into()])
+            .with_overrides(&cfg, &["algo.her.k=0".into()])
             .unwrap();
         check(&plain).unwrap();
+        // The flat key of earlier versions reads as its successor.
+        let flat = Registries::default()
+            .with_overrides(&cfg, &["algo.her_k=0".into()])
+            .unwrap();
+        assert_eq!(flat.algo, plain.algo);
         let gather = Registries::default()
             .with_overrides(
                 &preset("toy-ddpg-her").unwrap(),

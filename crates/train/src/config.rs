@@ -330,7 +330,11 @@ impl AlgoConfig {
         &self.kind
     }
 
-    /// The settings as their typed struct.
+    /// The settings as their typed struct, from the keys the table holds.
+    /// A key the kind fixes is absent (`actor` in `sac`,
+    /// [`AlgoEntry::foreign_keys`](crate::algos::AlgoEntry::foreign_keys))
+    /// and reads as `S`'s default; [`AlgoEntry::whole`](crate::algos::AlgoEntry::whole)
+    /// lays the table over the kind's own defaults, as factories see it.
     pub fn settings<S: DeserializeOwned>(&self) -> Result<S> {
         Self::settings_of(&self.settings)
     }

@@ -54,7 +54,14 @@ impl<'a> Learners<'a> {
 
     /// What worker `rank`'s learner is built from.
     pub fn context(&self, rank: usize, lr_scale: f64) -> Result<LearnerContext<'a>> {
-        LearnerContext::new(self.envs, self.cfg, rank, lr_scale, self.share)
+        LearnerContext::new(
+            self.envs,
+            self.algo()?,
+            self.cfg,
+            rank,
+            lr_scale,
+            self.share,
+        )
     }
 
     /// The learner of worker `rank` (seeded `seed + rank`); `lr_scale`

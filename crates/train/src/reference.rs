@@ -53,7 +53,7 @@ pub fn key_docs(registries: &Registries, cfg: &RunConfig) -> Result<Vec<(String,
         "algo.kind".into(),
         "The algorithm (`shoal train --help` lists them).".into(),
     ));
-    docs.extend(section("algo", (algo.key_docs)()));
+    docs.extend(section("algo", algo.documented_keys()));
     docs.extend(section(
         "train",
         keys_of(&shoal_rl_run::config_docs, "TrainConfig"),
@@ -77,7 +77,7 @@ pub fn reference_page() -> Result<String> {
     );
     let registries = Registries::default();
     // One preset per section: the run's own keys, each env, each algorithm.
-    let sections: [(&str, &str, &str); 14] = [
+    let sections: [(&str, &str, &str); 16] = [
         ("The run", "", "worm-reinforce"),
         (
             "`train`: budget, evaluation, checkpoints",
@@ -99,6 +99,8 @@ pub fn reference_page() -> Result<String> {
         ("`algo` = `reinforce`", "algo.", "worm-reinforce"),
         ("`algo` = `ppo`", "algo.", "worm-ppo"),
         ("`algo` = `ddpg`", "algo.", "push-ddpg-her"),
+        ("`algo` = `td3`", "algo.", "worm-td3"),
+        ("`algo` = `sac`", "algo.", "worm-sac"),
         ("`algo` = `hac`", "algo.", "push-hac"),
     ];
     for (title, prefix, name) in sections {

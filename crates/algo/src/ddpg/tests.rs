@@ -705,7 +705,10 @@ fn plain_agent(base: DdpgConfig, seed: u64) -> Ddpg<WithoutGoals<PointReach>> {
         batch_size: 64,
         n_batches: 10,
         buffer_size: 100_000,
-        her_k: 0,
+        her: HerConfig {
+            k: 0,
+            ..HerConfig::default()
+        },
         action_l2: 0.0,
         clip_target: false,
         ..base
@@ -779,7 +782,7 @@ fn a_plain_env_refuses_relabelling_and_resumes_exactly() {
         .err()
         .unwrap()
         .to_string();
-    assert!(message.contains("her_k = 0"), "{message}");
+    assert!(message.contains("her.k = 0"), "{message}");
     // The critic's values of an env without goals (goals of width 0).
     let q = plain_agent(DdpgConfig::td3(), 2)
         .q_values(&[0.1, -0.2, 0.3, 0.4], &[], &[0.5, -0.5])
