@@ -3,7 +3,8 @@
     python benches/python/mujoco_table.py PRESET ENV_ID STEPS SEED [OUT_CSV [KEY=VALUE ...]]
 
 Trains PRESET (e.g. `worm-ppo`) on the Gymnasium env ENV_ID (e.g.
-`Swimmer-v5`) for STEPS env steps with seed SEED, in a run directory of
+`Swimmer-v5`, or `gymnasium_robotics:FetchReach-v4` with the module that
+registers it) for STEPS env steps with seed SEED, in a run directory of
 its own under `runs/mujoco/`, and appends one CSV row: preset, env, seed,
 steps, the final evaluation's mean return (deterministic policy) and
 success rate (goal tasks such as Fetch; empty elsewhere), its episodes,
@@ -43,7 +44,8 @@ def main() -> None:
     assignments = sys.argv[6:]
     overrides = dict(override(a) for a in assignments)
     name = preset.rsplit("/", 1)[-1].removesuffix(".toml")
-    run_dir = pathlib.Path("runs/mujoco") / f"{name}-{env_id}-s{seed}"
+    # `module:Env-v0` ids (Gymnasium-Robotics' Fetch) name the run by the env alone.
+    run_dir = pathlib.Path("runs/mujoco") / f"{name}-{env_id.rsplit(':', 1)[-1]}-s{seed}"
     start = time.perf_counter()
     shoal_envs.train(preset, env=env_id, steps=steps, seed=seed, out=str(run_dir), **overrides)
     wall = time.perf_counter() - start

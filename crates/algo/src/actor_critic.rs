@@ -109,6 +109,30 @@ pub struct UpdateSettings {
     /// actor's `tanh(u)` in its loss: a pull back from saturation whose
     /// gradient, unlike the action penalty's, does not vanish there. 0: none.
     pub preactivation_l2: f32,
+    /// What each critic minimises against its target.
+    pub critic_loss: CriticLoss,
+}
+
+/// What a critic minimises against its target `y`.
+///
+/// A critic with the bounded head `Q = −H·sigmoid(z)` regressed on squared
+/// error learns through `sigmoid`'s slope, `H·s·(1 − s)`: where it sits at
+/// its floor `−H` (or its ceiling 0) that slope is 0 in f32, so no target
+/// moves it, however far off it is. A top-level critic stuck at `−H` over
+/// its whole subgoal box rates every subgoal as missed and gives its actor
+/// nothing to climb (docs/experiments/actor-bounds.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriticLoss {
+    /// `(Q − y)²`: DDPG, TD3, SAC and HAC as published.
+    #[default]
+    Squared,
+    /// With a bounded head only: binary cross-entropy between the head's
+    /// probability `p = Q / −H` and the target's, `t = y / −H` (clipped to
+    /// `[0, 1]`), as a logistic regression on the logit `z`. Its gradient
+    /// in `z` is `p − t`: it vanishes only where the critic is right, never
+    /// because the head saturated. The same fixed point as squared error.
+    CrossEntropy,
 }
 
 /// How the gradient of the deterministic actor's loss passes its `tanh`
@@ -171,6 +195,7 @@ impl UpdateSettings {
             actor_after_critic: false,
             bound_gradient: BoundGradient::Tanh,
             preactivation_l2: 0.0,
+            critic_loss: CriticLoss::Squared,
         }
     }
 }
@@ -682,8 +707,9 @@ impl ActorCritic {
             .collect();
 
         // ---- critics: each regresses Q_i(s, a) on y ----
-        // Each critic's parameters get the gradient of its own mean
-        // squared error; the reported loss is their mean.
+        // Each critic's parameters get the gradient of its own loss
+        // (`critic_loss`); the reported loss is their mean squared error
+        // whatever the loss, so runs with either stay comparable.
         let input = critic_input(&batch.inputs, &batch.actions, n);
         let mut q_mean = 0.0;
         let mut critic_loss = 0.0;
@@ -701,7 +727,11 @@ impl ActorCritic {
                 let error = q - y;
                 loss += (error * error) as f64;
                 q_sum += q as f64;
-                *d = 2.0 * error * slope / n as f32;
+                *d = match (settings.critic_loss, self.value_bound) {
+                    // Q = −H·p: d(BCE)/dz = p − t.
+                    (CriticLoss::CrossEntropy, Some(h)) => (q - y.clamp(-h, 0.0)) / -h / n as f32,
+                    _ => 2.0 * error * slope / n as f32,
+                };
             }
             if i == 0 {
                 q_mean = q_sum / n as f64;

@@ -41,8 +41,8 @@ mod versioned;
 mod testutil;
 
 pub use actor_critic::{
-    AT_BOUND, ActorCritic, ActorCriticConfig, ActorKind, BoundGradient, FrozenActor, NetBatch,
-    TemperatureConfig, UpdateSettings, UpdateStats, share_at_bound,
+    AT_BOUND, ActorCritic, ActorCriticConfig, ActorKind, BoundGradient, CriticLoss, FrozenActor,
+    NetBatch, TemperatureConfig, UpdateSettings, UpdateStats, share_at_bound,
 };
 pub use check::{MAX_BATCH, MAX_HER_K, MAX_HORIZON, MAX_LAYERS, MAX_WIDTH};
 pub use ddpg::{Ddpg, DdpgConfig, DdpgPolicy, DdpgVariant, TrainEvery};

@@ -312,7 +312,7 @@ mod tests {
     use shoal_rl_core::{Alone, Error};
 
     use super::super::tests::{one_row_batch, small_config};
-    use super::super::{ActorCriticConfig, ActorKind, BoundGradient};
+    use super::super::{ActorCriticConfig, ActorKind, BoundGradient, CriticLoss};
     use super::*;
 
     /// Parameters of the oracle's Gaussian actor: input 2, hidden [3],
@@ -462,6 +462,7 @@ mod tests {
             actor_after_critic: false,
             bound_gradient: BoundGradient::Tanh,
             preactivation_l2: 0.0,
+            critic_loss: CriticLoss::Squared,
         };
         networks
             .apply(&mut vec![0.0; start.len()], &settings)

@@ -59,7 +59,8 @@ const CRITIC64: usize = 3 * 3 + 3 + 3 + 1;
 /// (Fujimoto et al. 2018, Algorithm 1) in f64, written from the
 /// papers: ã' = clip(μ'(s') + clip(σε, −c, c), −1, 1),
 /// y = clip(r + γ(1 − d)·min_j Q'_j(s', ã')), critic j's loss
-/// mean (Q_j(s, a) − y)², actor loss −mean Q_1(s, μ(s)) + λ·mean μ(s)².
+/// mean (Q_j(s, a) − y)² (or the cross-entropy `s.critic_loss` names),
+/// actor loss −mean Q_1(s, μ(s)) + λ·mean μ(s)².
 /// `online` and `target` are actor ‖ critic 1 ‖ … for input 2, action 1,
 /// hidden [3]; `critics` of them. With `bound` = H each critic is the
 /// HAC authors' −H·sigmoid(z − ln(H/0.067 − 1)) (their `critic.py`).
@@ -105,7 +106,16 @@ fn losses64(
             y = y.clamp(low as f64, high as f64);
         }
         for (j, loss) in critic_losses.iter_mut().enumerate() {
-            *loss += (critic(online, j, &x, batch.actions[i] as f64) - y).powi(2) / n as f64;
+            let q = critic(online, j, &x, batch.actions[i] as f64);
+            *loss += match (s.critic_loss, bound) {
+                // Binary cross-entropy of the head's probability Q/−H
+                // against the target's.
+                (CriticLoss::CrossEntropy, Some(h)) => {
+                    let (p, t) = (q / -h, y.clamp(-h, 0.0) / -h);
+                    -(t * p.ln() + (1.0 - t) * (1.0 - p).ln())
+                }
+                _ => (q - y).powi(2),
+            } / n as f64;
         }
         let mu = actor(online, &x);
         actor_loss += (-critic(online, 0, &x, mu) + s.action_l2 as f64 * mu * mu) / n as f64;
@@ -126,6 +136,11 @@ fn without_target_networks_the_bounded_critic_bootstraps_from_itself_in_f64() {
 #[test]
 fn without_target_networks_a_linear_critic_bootstraps_from_itself_in_f64() {
     check_against_f64(None, false, 1, 0.0);
+}
+
+#[test]
+fn a_bounded_critic_on_cross_entropy_takes_the_gradient_of_its_logistic_loss_in_f64() {
+    check_loss_against_f64(Some(10.0), false, 1, 0.0, CriticLoss::CrossEntropy);
 }
 
 #[test]
@@ -208,6 +223,7 @@ impl F64Case {
             actor_after_critic: false,
             bound_gradient: BoundGradient::Tanh,
             preactivation_l2: 0.0,
+            critic_loss: CriticLoss::Squared,
         };
         F64Case {
             networks,
@@ -223,8 +239,24 @@ impl F64Case {
 /// target networks the oracle bootstraps from the online parameters
 /// (held fixed: no gradient flows into y).
 fn check_against_f64(bound: Option<f32>, target_networks: bool, critics: usize, noise: f32) {
+    check_loss_against_f64(bound, target_networks, critics, noise, CriticLoss::Squared);
+}
+
+/// [`check_against_f64`] with the critics minimising `critic_loss`; the
+/// reported critic loss is their squared error whatever they minimise.
+fn check_loss_against_f64(
+    bound: Option<f32>,
+    target_networks: bool,
+    critics: usize,
+    noise: f32,
+    critic_loss: CriticLoss,
+) {
     let case = F64Case::new(bound, target_networks, critics, noise, 1e-3);
-    let (mut networks, batch, settings) = (case.networks, case.batch, case.settings);
+    let (mut networks, batch) = (case.networks, case.batch);
+    let settings = UpdateSettings {
+        critic_loss,
+        ..case.settings
+    };
     let (online, target) = (case.online, case.target);
     let (grads, stats) = networks.gradients(&batch, &settings).unwrap();
 
@@ -235,7 +267,12 @@ fn check_against_f64(bound: Option<f32>, target_networks: bool, critics: usize, 
     };
     let bound64 = bound.map(f64::from);
     let oracle = |online: &[f64]| losses64(online, &target64, &batch, &settings, bound64, critics);
-    let (critic_losses, actor_loss) = oracle(&online64);
+    let squared = UpdateSettings {
+        critic_loss: CriticLoss::Squared,
+        ..settings
+    };
+    let (critic_losses, actor_loss) =
+        losses64(&online64, &target64, &batch, &squared, bound64, critics);
     let critic_loss = critic_losses.iter().sum::<f64>() / critics as f64;
     assert!(
         (stats.critic_loss - critic_loss).abs() < 1e-5,
@@ -608,4 +645,45 @@ fn the_update_reports_the_share_of_actions_at_their_bound() {
     train_actor_against(&mut networks, &CRITIC_RISING, &settings, 1_500);
     let pinned = networks.update(&batch, &settings, &mut Alone).unwrap();
     assert_eq!(pinned.actor_at_bound, Some(1.0));
+}
+
+/// A bounded critic (H = 10) driven to its floor −H (its output bias at
+/// 25, so sigmoid is 1 in f32), then trained toward the target −2 of a
+/// terminal transition: Q after `updates` steps with `critic_loss`.
+fn floored_critic_trained(critic_loss: CriticLoss, updates: usize) -> f32 {
+    let config = ActorCriticConfig {
+        value_bound: Some(10.0),
+        critic_lr: 0.05,
+        ..small_config(1, ActorKind::Deterministic)
+    };
+    let mut networks = ActorCritic::new(&config, 7);
+    let mut params = networks.parameters();
+    *params.last_mut().unwrap() = 25.0;
+    networks.set_parameters(&params).unwrap();
+    let batch = NetBatch {
+        rewards: vec![-2.0],
+        terminals: vec![true],
+        ..one_row_batch()
+    };
+    let q = |networks: &ActorCritic| networks.q_values(&batch.inputs, &batch.actions)[0];
+    assert_eq!(q(&networks), -10.0, "not at the floor");
+    let settings = UpdateSettings {
+        critic_loss,
+        update_actor: false,
+        ..UpdateSettings::ddpg(0.9, 0.0, Some((-10.0, 0.0)))
+    };
+    for _ in 0..updates {
+        networks.update(&batch, &settings, &mut Alone).unwrap();
+    }
+    q(&networks)
+}
+
+#[test]
+fn a_critic_saturated_at_its_floor_learns_again_on_cross_entropy_only() {
+    // Squared error reaches the logit through sigmoid's slope, 0 here:
+    // 300 steps leave Q at the floor, 8 from its target.
+    assert_eq!(floored_critic_trained(CriticLoss::Squared, 300), -10.0);
+    // Cross-entropy's gradient in the logit is p − t = 1 − 0.2.
+    let q = floored_critic_trained(CriticLoss::CrossEntropy, 300);
+    assert!((q - -2.0).abs() < 0.5, "Q {q} against the target −2");
 }

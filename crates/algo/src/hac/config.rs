@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, Result};
 use shoal_rl_policy::NoiseKind;
 
-use crate::actor_critic::{BoundGradient, UpdateSettings};
+use crate::actor_critic::{BoundGradient, CriticLoss, UpdateSettings};
 use crate::check;
 
 /// Hyperparameters of [`Hac`](crate::Hac). Defaults are the paper's (2 levels, H = 25,
@@ -92,6 +92,11 @@ pub struct HacConfig {
     /// `tanh(u)` in its loss, a pull away from saturation that does not
     /// vanish there (the action penalty's does). Default 0.
     pub preactivation_l2: f64,
+    /// What each level's critic minimises: `squared` error, as the authors'
+    /// code; `cross_entropy` between its bounded head's probability `Q/−H`
+    /// and the target's, whose gradient does not vanish where the head
+    /// saturates at `−H` (needs `bounded_critic`). Default `squared`.
+    pub critic_loss: CriticLoss,
     /// Weight of the mean squared action in the actor loss; zero, because a
     /// penalty would pull subgoals toward the centre of their range. Default 0.
     pub action_l2: f64,
@@ -173,6 +178,7 @@ impl Default for HacConfig {
             actor_after_critic: false,
             bound_gradient: BoundGradient::Tanh,
             preactivation_l2: 0.0,
+            critic_loss: CriticLoss::Squared,
             action_l2: 0.0,
             random_eps: 0.2,
             noise_eps: 0.1,
@@ -314,6 +320,12 @@ impl HacConfig {
         if !(self.preactivation_l2.is_finite() && self.preactivation_l2 >= 0.0) {
             return bad("preactivation_l2", "must be finite and non-negative");
         }
+        if self.critic_loss == CriticLoss::CrossEntropy && !self.bounded_critic {
+            return bad(
+                "critic_loss",
+                "`cross_entropy` needs the bounded critic (`bounded_critic = true`)",
+            );
+        }
         if !(self.clip_obs > 0.0 && self.norm_clip > 0.0 && self.norm_eps > 0.0) {
             return bad("clip_obs / norm_clip / norm_eps", "must be positive");
         }
@@ -401,6 +413,7 @@ impl HacConfig {
             actor_after_critic: self.actor_after_critic,
             bound_gradient: self.bound_gradient,
             preactivation_l2: self.preactivation_l2 as f32,
+            critic_loss: self.critic_loss,
             ..UpdateSettings::ddpg(
                 self.discount() as f32,
                 self.action_l2 as f32,

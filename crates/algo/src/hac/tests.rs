@@ -2,6 +2,7 @@
 
 use shoal_rl_core::{Error, GradientLearner, LearnReport, Learner, Result, rng_from_seed};
 
+use crate::CriticLoss;
 use crate::her::GoalReward;
 use crate::transition_buffer::Transition;
 
@@ -398,6 +399,14 @@ fn bad_configs_are_rejected_with_the_key_named() {
         ),
         (
             HacConfig {
+                critic_loss: CriticLoss::CrossEntropy,
+                bounded_critic: false,
+                ..small()
+            },
+            "critic_loss",
+        ),
+        (
+            HacConfig {
                 subgoal_test_rate: 1.5,
                 ..small()
             },
@@ -523,7 +532,16 @@ fn defaults_are_the_papers() {
     assert_eq!(c.penalty(), -25.0);
     assert!((c.discount() - 0.96).abs() < 1e-12);
     assert_eq!(c.settings().target_clip, Some((-25.0, 0.0)));
+    assert_eq!(c.settings().critic_loss, CriticLoss::Squared);
     assert!(c.validate().is_ok());
+    let cross_entropy = HacConfig {
+        critic_loss: CriticLoss::CrossEntropy,
+        ..c
+    };
+    assert_eq!(
+        cross_entropy.settings().critic_loss,
+        CriticLoss::CrossEntropy
+    );
 }
 
 #[test]
