@@ -200,16 +200,16 @@ pub struct DdpgConfig {
     /// enters the critic target and the actor loss). Default `deterministic`.
     pub actor: ActorKind,
     /// SAC's temperature α at the start (Stable-Baselines3's `ent_coef =
-    /// "auto"`: 1.0); only with `actor = "gaussian"`. Default 1.0.
+    /// "auto"`: 1.0). SAC only. Default 1.0.
     pub init_alpha: f64,
     /// The entropy SAC's temperature steers the policy toward (absent: minus
-    /// the number of action components, the SAC paper's and SB3's choice);
-    /// only with `actor = "gaussian"`. Default absent.
+    /// the number of action components, the SAC paper's and SB3's choice).
+    /// SAC only. Default absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_entropy: Option<f64>,
     /// Learn SAC's temperature (automatic entropy tuning, with Adam at
-    /// `actor_lr` as SB3 has it); false: α stays `init_alpha`. Only with
-    /// `actor = "gaussian"`. Default true.
+    /// `actor_lr` as SB3 has it); false: α stays `init_alpha`. SAC only.
+    /// Default true.
     pub learn_alpha: bool,
     /// Hindsight experience replay: the `[algo.her]` table (see
     /// [`HerConfig`]; `k = 0` turns relabelling off, as envs without goals
