@@ -10,14 +10,14 @@ use shoal_rl_core::{
 
 use super::config::HacConfig;
 use super::models::{HacModels, read_per_level};
-use super::rollout::{Explore, Run, subgoal_reward};
+use super::rollout::{Explore, HacFrame, Run, subgoal_reward};
 use crate::actor_critic::{NetBatch, UpdateTally};
 use crate::check;
 use crate::transition_buffer::{Transition, TransitionBuffer};
 use crate::versioned::read_state;
 
-/// Streams of [`derive_seed`] for the generators of episode / round `k`.
-pub(super) const MODEL_STREAM: u64 = 1 << 40;
+/// Streams of [`derive_seed`] for the generators of episode / round `k`
+/// (the levels' networks draw from `models::MODEL_STREAM`'s).
 const ENV_STREAM: u64 = 2 << 40;
 const EXPLORE_STREAM: u64 = 3 << 40;
 const NOISE_STREAM: u64 = 4 << 40;
@@ -445,20 +445,6 @@ struct RunOutcome {
     attempts: Vec<u64>,
     reached: Vec<u64>,
     frames: Vec<HacFrame>,
-}
-
-/// One moment of a watched episode ([`Hac::watch`]): what a renderer needs
-/// to draw the agent and the subgoals it is pursuing.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HacFrame {
-    /// Which of the watched episodes, from 0.
-    pub episode: usize,
-    /// The environment's observation: `observation ‖ achieved ‖ desired`.
-    pub observation: Vec<f32>,
-    /// The subgoal each level below the top is pursuing, lowest level
-    /// first, in achieved-goal units or the observation components of
-    /// [`HacConfig::subgoal_indices`] (the top level pursues the desired goal).
-    pub subgoals: Vec<Vec<f32>>,
 }
 
 impl<E: GoalEnv> Hac<E> {

@@ -67,7 +67,8 @@ mod rollout;
 #[cfg(test)]
 mod tests;
 
-pub use agent::{Hac, HacFrame};
+pub use agent::Hac;
 pub use attempt::{Attempt, attempt_transitions};
 pub use config::{HacConfig, HindsightGoals, MAX_LEVEL_BUFFER, PenaltyRule};
 pub use models::{HacLevel, HacModels};
+pub use rollout::HacFrame;

@@ -5,10 +5,13 @@ use serde::{Deserialize, Serialize};
 use shoal_rl_core::{Error, MeanReducer, Result, derive_seed, split_parameters};
 use shoal_rl_policy::GoalNormalizer;
 
-use super::agent::MODEL_STREAM;
 use super::config::HacConfig;
 use crate::actor_critic::{ActorCritic, ActorCriticConfig, ActorKind, TemperatureConfig};
 use crate::transition_buffer::{Transition, TransitionDims};
+
+/// The [`derive_seed`] stream of level `l`'s networks starts here
+/// (`MODEL_STREAM + l`); the agent's env and exploration streams follow.
+pub(super) const MODEL_STREAM: u64 = 1 << 40;
 
 /// One level's networks and input normalisers.
 #[derive(Clone)]

@@ -6,12 +6,25 @@ use rand::rngs::StdRng;
 use shoal_rl_core::{Error, GoalEnv, Result, Space};
 use shoal_rl_policy::ActionNoise;
 
-use super::agent::HacFrame;
 use super::attempt::{Attempt, attempt_transitions};
 use super::config::{HacConfig, PenaltyRule};
 use super::models::HacModels;
 use crate::her::{GoalReward, WithinBox, WithinDistance};
 use crate::transition_buffer::Transition;
+
+/// One moment of a watched episode ([`Hac::watch`](super::Hac::watch)): what a renderer needs
+/// to draw the agent and the subgoals it is pursuing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HacFrame {
+    /// Which of the watched episodes, from 0.
+    pub episode: usize,
+    /// The environment's observation: `observation ‖ achieved ‖ desired`.
+    pub observation: Vec<f32>,
+    /// The subgoal each level below the top is pursuing, lowest level
+    /// first, in achieved-goal units or the observation components of
+    /// [`HacConfig::subgoal_indices`] (the top level pursues the desired goal).
+    pub subgoals: Vec<Vec<f32>>,
+}
 
 /// Exploration of a training episode.
 pub(super) struct Explore {

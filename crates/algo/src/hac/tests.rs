@@ -8,10 +8,11 @@ use crate::transition_buffer::Transition;
 
 use shoal_rl_env::PointGoal;
 
-use super::agent::{Hac, HacFrame};
+use super::agent::Hac;
 use super::attempt::{Attempt, attempt_transitions};
 use super::config::{HacConfig, HindsightGoals, PenaltyRule};
 use super::models::LevelState;
+use super::rollout::HacFrame;
 use crate::testutil::{
     Recording, adam_first_step, assert_all_close, negate, point_goal as env, two_workers,
 };
