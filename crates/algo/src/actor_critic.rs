@@ -127,7 +127,8 @@ pub enum CriticLoss {
     /// `(Q − y)²`: DDPG, TD3, SAC and HAC as published.
     #[default]
     Squared,
-    /// With a bounded head only: binary cross-entropy between the head's
+    /// With a bounded head only (an update with a linear head is refused):
+    /// binary cross-entropy between the head's
     /// probability `p = Q / −H` and the target's, `t = y / −H` (clipped to
     /// `[0, 1]`), as a logistic regression on the logit `z`. Its gradient
     /// in `z` is `p − t`: it vanishes only where the critic is right, never
@@ -557,6 +558,12 @@ impl ActorCritic {
     }
 
     fn check_batch(&self, batch: &NetBatch, settings: &UpdateSettings) -> Result<usize> {
+        if settings.critic_loss == CriticLoss::CrossEntropy && self.value_bound.is_none() {
+            return Err(Error::Config(
+                "critic_loss = cross_entropy needs critics with a bounded head (value_bound)"
+                    .into(),
+            ));
+        }
         let n = batch.rewards.len();
         let gaussian = self.temperature.is_some();
         let draws = |used: bool| if used { n * self.act_dim } else { 0 };
@@ -730,6 +737,7 @@ impl ActorCritic {
                 *d = match (settings.critic_loss, self.value_bound) {
                     // Q = −H·p: d(BCE)/dz = p − t.
                     (CriticLoss::CrossEntropy, Some(h)) => (q - y.clamp(-h, 0.0)) / -h / n as f32,
+                    // `check_batch` refuses cross-entropy on a linear head.
                     _ => 2.0 * error * slope / n as f32,
                 };
             }

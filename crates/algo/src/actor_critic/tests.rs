@@ -687,3 +687,26 @@ fn a_critic_saturated_at_its_floor_learns_again_on_cross_entropy_only() {
     let q = floored_critic_trained(CriticLoss::CrossEntropy, 300);
     assert!((q - -2.0).abs() < 0.5, "Q {q} against the target −2");
 }
+
+#[test]
+fn cross_entropy_on_a_linear_critic_is_refused_not_run_as_squared_error() {
+    let mut networks = ActorCritic::new(&small_config(1, ActorKind::Deterministic), 7);
+    let before = networks.parameters();
+    let settings = UpdateSettings {
+        critic_loss: CriticLoss::CrossEntropy,
+        ..UpdateSettings::ddpg(0.9, 0.0, None)
+    };
+    let err = networks
+        .update(&one_row_batch(), &settings, &mut Alone)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cross_entropy needs critics with a bounded head"),
+        "{err}"
+    );
+    assert_eq!(
+        networks.parameters(),
+        before,
+        "a refused update moved the networks"
+    );
+}
