@@ -8,7 +8,10 @@
 //!
 //! Each row names the report it was read from, and its median must be a
 //! figure that report writes: a median typed into the data by hand, or a
-//! report whose figure changed, fails here too.
+//! report whose figure changed, fails here too. The `[[gymnasium]]` rows
+//! hold no figures at all: theirs are computed from the CSV file of runs
+//! each names (benches/python/suite.py writes them), for docs/python.md's
+//! and docs/benchmarks.md's tables of the Gymnasium tasks.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -93,18 +96,36 @@ fn results(text: &str) -> Vec<Row> {
         .collect()
 }
 
-/// One `[[gymnasium]]` row of docs/results.toml: a preset as it ships on
-/// a Gymnasium task, beside a published figure.
+/// One `[[gymnasium]]` row of docs/results.toml: a preset on a Gymnasium
+/// task, beside a published figure; its results are the rows of its `data`
+/// file (`benches/python/suite.py` runs what is missing).
 #[derive(Clone, Debug)]
 struct GymRow {
     preset: String,
+    /// The id the run was given (`gymnasium_robotics:FetchReach-v4`).
     env: String,
+    /// `KEY=VALUE` settings beside the preset's, as the runs recorded them.
+    settings: String,
     /// "return" (the default) or "success", as `[[result]]`'s `metric`.
     metric: String,
-    measured: Measured,
+    /// Seeds 0, 1, … the row asks for.
+    seeds: u64,
+    /// In env steps.
+    budget: u64,
+    data: String,
     anchor: f64,
     anchor_source: String,
     report: String,
+}
+
+/// What a row's data file holds for it.
+#[derive(Clone, Debug)]
+struct GymResult {
+    measured: Option<Measured>,
+    /// Median wall seconds of a run.
+    wall_s: Option<f64>,
+    /// The machines the runs named (one, if they were run alike).
+    machines: Vec<String>,
 }
 
 /// The `[[gymnasium]]` rows of `text`, a docs/results.toml.
@@ -128,20 +149,23 @@ fn gymnasium_rows(text: &str) -> Vec<GymRow> {
                     .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
                     .unwrap_or_else(|| panic!("{env}: {key}"))
             };
+            let settings: Vec<&str> = row.get("settings").map_or(Vec::new(), |v| {
+                v.as_array()
+                    .expect("settings is a list")
+                    .iter()
+                    .map(|s| s.as_str().expect("a setting is a string"))
+                    .collect()
+            });
             GymRow {
                 preset: text("preset"),
+                settings: settings.join(" "),
                 metric: row
                     .get("metric")
                     .map_or("return", |v| v.as_str().expect("metric is a string"))
                     .to_string(),
-                measured: Measured {
-                    median: number("median"),
-                    min: number("min"),
-                    max: number("max"),
-                    seeds: number("seeds") as u64,
-                    budget: number("budget") as u64,
-                    unit: text("unit"),
-                },
+                seeds: number("seeds") as u64,
+                budget: number("budget") as u64,
+                data: text("data"),
                 anchor: number("anchor"),
                 anchor_source: text("anchor_source"),
                 report: text("report"),
@@ -151,28 +175,165 @@ fn gymnasium_rows(text: &str) -> Vec<GymRow> {
         .collect()
 }
 
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// `row`'s runs in the CSV `data` (read with its header; columns as
+/// benches/python/mujoco_table.py writes them): one per seed asked for.
+fn gymnasium_result(row: &GymRow, data: &str) -> GymResult {
+    let mut reader = csv::Reader::from_reader(data.as_bytes());
+    let header = reader.headers().expect("a header").clone();
+    let column = |name: &str| header.iter().position(|h| h == name);
+    let value_column = if row.metric == "success" {
+        "final_success"
+    } else {
+        "final_return"
+    };
+    let (preset, env, seed, value) = (
+        column("preset").expect("a preset column"),
+        column("env").expect("an env column"),
+        column("seed").expect("a seed column"),
+        column(value_column).unwrap_or_else(|| panic!("{}: no {value_column}", row.data)),
+    );
+    let (settings, wall, machine) = (column("settings"), column("wall_s"), column("machine"));
+    let field = |record: &csv::StringRecord, at: Option<usize>| {
+        at.and_then(|i| record.get(i)).unwrap_or("").to_string()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let (mut values, mut walls, mut machines) = (Vec::new(), Vec::new(), Vec::new());
+    for record in reader.records() {
+        let record = record.unwrap_or_else(|e| panic!("{}: {e}", row.data));
+        if record[preset] != row.preset
+            || record[env] != row.env
+            || field(&record, settings) != row.settings
+        {
+            continue;
+        }
+        let s: u64 = record[seed].parse().expect("a seed");
+        if s >= row.seeds {
+            continue;
+        }
+        assert!(seen.insert(s), "{}: seed {s} of {} twice", row.data, row.env);
+        values.push(record[value].parse::<f64>().expect("a number"));
+        if let Ok(w) = field(&record, wall).parse::<f64>() {
+            walls.push(w);
+        }
+        let m = field(&record, machine);
+        if !m.is_empty() && !machines.contains(&m) {
+            machines.push(m);
+        }
+    }
+    let measured = (!values.is_empty()).then(|| Measured {
+        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        median: median(&mut values),
+        seeds: values.len() as u64,
+        budget: row.budget,
+        unit: "env steps".into(),
+    });
+    GymResult {
+        measured,
+        wall_s: (!walls.is_empty()).then(|| median(&mut walls)),
+        machines,
+    }
+}
+
+/// The Gymnasium id as a user reads it: without the module that registers it.
+fn env_name(id: &str) -> &str {
+    id.rsplit(':').next().unwrap()
+}
+
+/// `median [min, max] metric, N seeds` of a Gymnasium row, or how many
+/// seeds are still owed.
+fn gymnasium_cell(r: &GymRow, result: &GymResult) -> String {
+    let metric = r.metric.as_str();
+    match &result.measured {
+        None => "not measured yet".into(),
+        Some(m) => {
+            let mut cell = format!(
+                "{} [{}, {}] {metric}, {} seed{}",
+                figure(m.median, metric),
+                figure(m.min, metric),
+                figure(m.max, metric),
+                m.seeds,
+                if m.seeds == 1 { "" } else { "s" }
+            );
+            if m.seeds < r.seeds {
+                write!(cell, " of {}", r.seeds).unwrap();
+            }
+            cell
+        }
+    }
+}
+
+fn gymnasium_results(rows: &[GymRow]) -> Vec<GymResult> {
+    rows.iter()
+        .map(|r| gymnasium_result(r, &read(&r.data)))
+        .collect()
+}
+
 /// docs/python.md's table of presets on Gymnasium tasks.
-fn gymnasium_table(rows: &[GymRow]) -> String {
+fn gymnasium_table(rows: &[GymRow], results: &[GymResult]) -> String {
     let mut out = String::from(
         "| preset | Gymnasium env | final evaluation: median [min, max] | budget | published | report |\n\
          |---|---|---|---|---|---|\n",
     );
-    for r in rows {
-        let (m, metric) = (&r.measured, r.metric.as_str());
+    for (r, result) in rows.iter().zip(results) {
+        let settings = if r.settings.is_empty() {
+            String::new()
+        } else {
+            format!(" with `{}`", r.settings)
+        };
         writeln!(
             out,
-            "| {} | `{}` | {} [{}, {}] {metric}, {} seeds | {} {} | {} ({}) | {} |",
+            "| {}{settings} | `{}` | {} | {} env steps | {} ({}) | {} |",
             shown(&r.preset),
-            r.env,
-            figure(m.median, metric),
-            figure(m.min, metric),
-            figure(m.max, metric),
-            m.seeds,
-            count(m.budget),
-            m.unit,
-            figure(r.anchor, metric),
+            env_name(&r.env),
+            gymnasium_cell(r, result),
+            count(r.budget),
+            figure(r.anchor, &r.metric),
             r.anchor_source,
             link(&r.report, "docs"),
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// docs/benchmarks.md's table of the same runs, with their wall times.
+fn gymnasium_wall_table(rows: &[GymRow], results: &[GymResult]) -> String {
+    let mut out = String::from(
+        "| preset | Gymnasium env | final evaluation | budget | wall time of a run, median | machine | data |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for (r, result) in rows.iter().zip(results) {
+        let settings = if r.settings.is_empty() {
+            String::new()
+        } else {
+            format!(" with `{}`", r.settings)
+        };
+        let data = Path::new(&r.data).file_name().unwrap().to_string_lossy();
+        writeln!(
+            out,
+            "| {}{settings} | `{}` | {} | {} env steps | {} | {} | [{data}]({}) |",
+            shown(&r.preset),
+            env_name(&r.env),
+            gymnasium_cell(r, result),
+            count(r.budget),
+            result.wall_s.map_or("—".into(), |w| format!("{} s", count(w.round() as u64))),
+            if result.machines.is_empty() {
+                "not recorded".to_string()
+            } else {
+                result.machines.join("; ")
+            },
+            r.data.trim_start_matches("docs/"),
         )
         .unwrap();
     }
@@ -338,11 +499,13 @@ fn wall_table(results: &[Row]) -> String {
 /// The generated blocks: page, block name, contents.
 fn blocks(results: &[Row]) -> Vec<(&'static str, &'static str, String)> {
     let gymnasium = gymnasium_rows(&read("docs/results.toml"));
+    let measured = gymnasium_results(&gymnasium);
     vec![
         ("README.md", "results", readme_table(results)),
         ("docs/presets.md", "presets", presets_table(results)),
         ("docs/benchmarks.md", "wall-times", wall_table(results)),
-        ("docs/python.md", "gymnasium", gymnasium_table(&gymnasium)),
+        ("docs/python.md", "gymnasium", gymnasium_table(&gymnasium, &measured)),
+        ("docs/benchmarks.md", "gymnasium", gymnasium_wall_table(&gymnasium, &measured)),
     ]
 }
 
@@ -437,8 +600,10 @@ fn generated_tables_are_the_data() {
 fn every_median_is_a_figure_of_its_report() {
     let results = results(&read("docs/results.toml"));
     let mut found = unsupported(&results, read);
-    for r in gymnasium_rows(&read("docs/results.toml")) {
-        let median = figure(r.measured.median, &r.metric);
+    let gymnasium = gymnasium_rows(&read("docs/results.toml"));
+    for (r, result) in gymnasium.iter().zip(gymnasium_results(&gymnasium)) {
+        let Some(m) = result.measured else { continue };
+        let median = figure(m.median, &r.metric);
         if !writes_figure(&read(&r.report), &median) {
             found.push(format!(
                 "{} on {}: median {median} is not in {}",
@@ -521,4 +686,58 @@ fn figures_are_written_as_the_reports_write_them() {
     assert!(writes_figure("ends at 1 135 (1.48)", "1 135"));
     assert!(!writes_figure("11 135 and 1 135 000", "1 135"));
     assert!(!writes_figure("0.975", "0.97") && !writes_figure("−903", "903"));
+}
+
+#[test]
+fn a_gymnasium_row_takes_its_figures_from_its_own_runs_in_the_data() {
+    let row = GymRow {
+        preset: "worm-sac".into(),
+        env: "HalfCheetah-v5".into(),
+        settings: "algo.gamma=0.99".into(),
+        metric: "return".into(),
+        seeds: 3,
+        budget: 100_000,
+        data: "data.csv".into(),
+        anchor: 0.0,
+        anchor_source: String::new(),
+        report: String::new(),
+    };
+    let data = "preset,env,settings,seed,final_return,wall_s,machine\n\
+        worm-sac,HalfCheetah-v5,algo.gamma=0.99,0,4262.0,1315,\"Xeon, 2 cores\"\n\
+        worm-sac,HalfCheetah-v5,,1,9999.0,1,other\n\
+        worm-ppo,HalfCheetah-v5,algo.gamma=0.99,1,9999.0,1,other\n\
+        worm-sac,Hopper-v5,algo.gamma=0.99,1,9999.0,1,other\n\
+        worm-sac,HalfCheetah-v5,algo.gamma=0.99,3,9999.0,1,other\n\
+        worm-sac,HalfCheetah-v5,algo.gamma=0.99,2,4889.9,1375,\"Xeon, 2 cores\"\n";
+    let result = gymnasium_result(&row, data);
+    let m = result.measured.as_ref().expect("two seeds measured");
+    assert_eq!((m.median, m.min, m.max, m.seeds), (4575.95, 4262.0, 4889.9, 2));
+    assert_eq!(result.wall_s, Some(1345.0));
+    assert_eq!(result.machines, ["Xeon, 2 cores"]);
+    assert_eq!(gymnasium_cell(&row, &result), "4 576 [4 262, 4 890] return, 2 seeds of 3");
+
+    let none = gymnasium_result(&row, "preset,env,seed,final_return\n");
+    assert!(none.measured.is_none());
+    assert_eq!(gymnasium_cell(&row, &none), "not measured yet");
+}
+
+#[test]
+#[should_panic(expected = "seed 0 of HalfCheetah-v5 twice")]
+fn a_seed_recorded_twice_is_refused() {
+    let row = GymRow {
+        preset: "worm-ppo".into(),
+        env: "HalfCheetah-v5".into(),
+        settings: String::new(),
+        metric: "return".into(),
+        seeds: 3,
+        budget: 1_000_000,
+        data: "data.csv".into(),
+        anchor: 0.0,
+        anchor_source: String::new(),
+        report: String::new(),
+    };
+    gymnasium_result(
+        &row,
+        "preset,env,seed,final_return\nworm-ppo,HalfCheetah-v5,0,1\nworm-ppo,HalfCheetah-v5,0,2\n",
+    );
 }

@@ -5,11 +5,13 @@
 Trains PRESET (e.g. `worm-ppo`) on the Gymnasium env ENV_ID (e.g.
 `Swimmer-v5`, or `gymnasium_robotics:FetchReach-v4` with the module that
 registers it) for STEPS env steps with seed SEED, in a run directory of
-its own under `runs/mujoco/`, and appends one CSV row: preset, env, seed,
-steps, the final evaluation's mean return (deterministic policy) and
-success rate (goal tasks such as Fetch; empty elsewhere), its episodes,
-the wall seconds, and the run directory. Needs the MuJoCo extra
-(docs/python.md). Run it one process per core.
+its own under `runs/mujoco/`, and appends one CSV row (`COLUMNS`):
+preset, env, settings, seed, env steps, the final evaluation's mean return
+(deterministic policy) and success rate (goal tasks such as Fetch; empty
+elsewhere), its episodes, the wall seconds, the machine, the matrix
+kernels and the commit.
+Needs the MuJoCo extra (docs/python.md). Run it one process per core;
+`benches/python/suite.py` runs the whole benchmark table this way.
 
 KEY=VALUE pairs set config keys as `shoal train --set` does
 (`algo.gamma=0.99`), the value read as JSON where it parses (numbers,
@@ -21,6 +23,8 @@ from __future__ import annotations
 import csv
 import json
 import pathlib
+import platform
+import subprocess
 import sys
 import time
 
@@ -38,37 +42,80 @@ def override(assignment: str) -> tuple[str, object]:
     return key.replace(".", "__"), value
 
 
-def main() -> None:
-    preset, env_id, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    out_csv = pathlib.Path(sys.argv[5] if len(sys.argv) > 5 else "runs/mujoco/rows.csv")
-    assignments = sys.argv[6:]
-    overrides = dict(override(a) for a in assignments)
+COLUMNS = [
+    "preset", "env", "settings", "seed", "env_steps", "final_return", "final_success",
+    "eval_episodes", "wall_s", "machine", "kernels", "commit",
+]
+"""The columns of a result row: what `tests/docs_results.rs` reads back."""
+
+
+def machine() -> str:
+    """The CPU model and its core count, as /proc/cpuinfo names them."""
+    try:
+        lines = pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine()
+    models = [l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")]
+    return f"{models[0]}, {len(models)} cores" if models else platform.machine()
+
+
+def commit() -> str:
+    """The checkout's short commit, with `+` when it has uncommitted changes
+    (the package is assumed built from it: `pip install ./crates/python`)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD")
+    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def train_row(preset: str, env_id: str, steps: int, seed: int, settings: list[str]) -> dict:
+    """Trains one seed and returns its result row (`COLUMNS`)."""
+    overrides = dict(override(a) for a in settings)
     name = preset.rsplit("/", 1)[-1].removesuffix(".toml")
     # `module:Env-v0` ids (Gymnasium-Robotics' Fetch) name the run by the env alone.
-    run_dir = pathlib.Path("runs/mujoco") / f"{name}-{env_id.rsplit(':', 1)[-1]}-s{seed}"
+    suffix = "-".join([env_id.rsplit(":", 1)[-1], *settings]).replace("/", "_")
+    run_dir = pathlib.Path("runs/mujoco") / f"{name}-{suffix}-s{seed}"
     start = time.perf_counter()
     shoal_envs.train(preset, env=env_id, steps=steps, seed=seed, out=str(run_dir), **overrides)
     wall = time.perf_counter() - start
     summary = json.loads((run_dir / "summary.json").read_text())
-    row = {
+    return {
         "preset": preset,
         "env": env_id,
+        "settings": " ".join(settings),
         "seed": seed,
         "env_steps": summary["env_steps"],
         "final_return": round(summary["eval_return_mean"], 1),
         "final_success": summary.get("eval_success_rate"),
         "eval_episodes": summary.get("eval_episodes"),
         "wall_s": round(wall),
-        "run": str(run_dir),
-        "overrides": " ".join(assignments),
+        "machine": machine(),
+        "kernels": summary.get("matmul_kernels"),
+        "commit": commit(),
     }
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    new = not out_csv.exists()
-    with out_csv.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(row))
+
+
+def append_row(path: pathlib.Path, row: dict) -> None:
+    """Appends `row` to the CSV at `path` under that file's own header
+    (a report's file may hold columns of its own, left empty here)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = COLUMNS
+    if path.exists() and path.stat().st_size:
+        with path.open(newline="") as f:
+            header = next(csv.reader(f))
+    new = not path.exists() or not path.stat().st_size
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header, extrasaction="ignore", restval="")
         if new:
             writer.writeheader()
         writer.writerow(row)
+
+
+def main() -> None:
+    preset, env_id, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    out_csv = pathlib.Path(sys.argv[5] if len(sys.argv) > 5 else "runs/mujoco/rows.csv")
+    row = train_row(preset, env_id, steps, seed, sys.argv[6:])
+    append_row(out_csv, row)
     print(json.dumps(row))
 
 
