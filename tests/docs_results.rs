@@ -220,7 +220,12 @@ fn gymnasium_result(row: &GymRow, data: &str) -> GymResult {
         if s >= row.seeds {
             continue;
         }
-        assert!(seen.insert(s), "{}: seed {s} of {} twice", row.data, row.env);
+        assert!(
+            seen.insert(s),
+            "{}: seed {s} of {} twice",
+            row.data,
+            row.env
+        );
         values.push(record[value].parse::<f64>().expect("a number"));
         if let Ok(w) = field(&record, wall).parse::<f64>() {
             walls.push(w);
@@ -327,7 +332,9 @@ fn gymnasium_wall_table(rows: &[GymRow], results: &[GymResult]) -> String {
             env_name(&r.env),
             gymnasium_cell(r, result),
             count(r.budget),
-            result.wall_s.map_or("—".into(), |w| format!("{} s", count(w.round() as u64))),
+            result
+                .wall_s
+                .map_or("—".into(), |w| format!("{} s", count(w.round() as u64))),
             if result.machines.is_empty() {
                 "not recorded".to_string()
             } else {
@@ -504,8 +511,16 @@ fn blocks(results: &[Row]) -> Vec<(&'static str, &'static str, String)> {
         ("README.md", "results", readme_table(results)),
         ("docs/presets.md", "presets", presets_table(results)),
         ("docs/benchmarks.md", "wall-times", wall_table(results)),
-        ("docs/python.md", "gymnasium", gymnasium_table(&gymnasium, &measured)),
-        ("docs/benchmarks.md", "gymnasium", gymnasium_wall_table(&gymnasium, &measured)),
+        (
+            "docs/python.md",
+            "gymnasium",
+            gymnasium_table(&gymnasium, &measured),
+        ),
+        (
+            "docs/benchmarks.md",
+            "gymnasium",
+            gymnasium_wall_table(&gymnasium, &measured),
+        ),
     ]
 }
 
@@ -711,10 +726,16 @@ fn a_gymnasium_row_takes_its_figures_from_its_own_runs_in_the_data() {
         worm-sac,HalfCheetah-v5,algo.gamma=0.99,2,4889.9,1375,\"Xeon, 2 cores\"\n";
     let result = gymnasium_result(&row, data);
     let m = result.measured.as_ref().expect("two seeds measured");
-    assert_eq!((m.median, m.min, m.max, m.seeds), (4575.95, 4262.0, 4889.9, 2));
+    assert_eq!(
+        (m.median, m.min, m.max, m.seeds),
+        (4575.95, 4262.0, 4889.9, 2)
+    );
     assert_eq!(result.wall_s, Some(1345.0));
     assert_eq!(result.machines, ["Xeon, 2 cores"]);
-    assert_eq!(gymnasium_cell(&row, &result), "4 576 [4 262, 4 890] return, 2 seeds of 3");
+    assert_eq!(
+        gymnasium_cell(&row, &result),
+        "4 576 [4 262, 4 890] return, 2 seeds of 3"
+    );
 
     let none = gymnasium_result(&row, "preset,env,seed,final_return\n");
     assert!(none.measured.is_none());
