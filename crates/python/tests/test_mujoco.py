@@ -61,3 +61,47 @@ def test_each_algorithm_trains_on_a_mujoco_env(tmp_path, algorithm, workers, bac
     assert trained, "the run recorded training"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["workers"] == workers
+
+
+def mujoco_extra() -> list[str]:
+    """The requirements of the package's `mujoco` extra, as pyproject.toml pins them."""
+    import pathlib
+    import tomllib
+
+    pyproject = pathlib.Path(__file__).parents[1] / "pyproject.toml"
+    with pyproject.open("rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"]["mujoco"]
+
+
+def test_the_mujoco_extra_pins_the_versions_installed_here():
+    from importlib.metadata import version
+
+    for requirement in mujoco_extra():
+        name, _, pinned = requirement.partition("==")
+        name = name.split("[")[0]
+        assert pinned, f"{requirement}: the extra pins exact versions"
+        assert version(name) == pinned, f"{name} {version(name)} installed, the extra pins {pinned}"
+
+
+def benchmark_env_ids() -> list[str]:
+    """The Gymnasium ids of the benchmark suite (docs/results.toml's `[[gymnasium]]` rows)."""
+    import pathlib
+    import tomllib
+
+    results = pathlib.Path(__file__).parents[3] / "docs" / "results.toml"
+    with results.open("rb") as f:
+        return sorted({row["env"] for row in tomllib.load(f)["gymnasium"]})
+
+
+@pytest.mark.parametrize("env_id", benchmark_env_ids())
+def test_each_env_of_the_benchmark_suite_is_made_and_steps(env_id):
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        obs, _ = env.reset(seed=0)
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs)
+        assert isinstance(float(reward), float)
+    finally:
+        env.close()
