@@ -284,6 +284,15 @@ fn gymnasium_results(rows: &[GymRow]) -> Vec<GymResult> {
         .collect()
 }
 
+/// The preset of a Gymnasium row, and the settings it runs with.
+fn gymnasium_preset(r: &GymRow) -> String {
+    if r.settings.is_empty() {
+        shown(&r.preset)
+    } else {
+        format!("{} with `{}`", shown(&r.preset), r.settings)
+    }
+}
+
 /// docs/python.md's table of presets on Gymnasium tasks.
 fn gymnasium_table(rows: &[GymRow], results: &[GymResult]) -> String {
     let mut out = String::from(
@@ -291,15 +300,10 @@ fn gymnasium_table(rows: &[GymRow], results: &[GymResult]) -> String {
          |---|---|---|---|---|---|\n",
     );
     for (r, result) in rows.iter().zip(results) {
-        let settings = if r.settings.is_empty() {
-            String::new()
-        } else {
-            format!(" with `{}`", r.settings)
-        };
         writeln!(
             out,
-            "| {}{settings} | `{}` | {} | {} env steps | {} ({}) | {} |",
-            shown(&r.preset),
+            "| {} | `{}` | {} | {} env steps | {} ({}) | {} |",
+            gymnasium_preset(r),
             env_name(&r.env),
             gymnasium_cell(r, result),
             count(r.budget),
@@ -319,16 +323,11 @@ fn gymnasium_wall_table(rows: &[GymRow], results: &[GymResult]) -> String {
          |---|---|---|---|---|---|---|\n",
     );
     for (r, result) in rows.iter().zip(results) {
-        let settings = if r.settings.is_empty() {
-            String::new()
-        } else {
-            format!(" with `{}`", r.settings)
-        };
         let data = Path::new(&r.data).file_name().unwrap().to_string_lossy();
         writeln!(
             out,
-            "| {}{settings} | `{}` | {} | {} env steps | {} | {} | [{data}]({}) |",
-            shown(&r.preset),
+            "| {} | `{}` | {} | {} env steps | {} | {} | [{data}]({}) |",
+            gymnasium_preset(r),
             env_name(&r.env),
             gymnasium_cell(r, result),
             count(r.budget),
