@@ -6,8 +6,9 @@
 RUNNER is `shoal` (the preset `worm-sac` or `worm-td3` through
 `shoal_envs.train`), `sb3` (Stable-Baselines3, PyTorch on one thread) or
 `sbx` (the `sbx-rl` package, JAX on one thread). Each takes RL Baselines3
-Zoo's MuJoCo settings: 256 x 256 networks, batch 256, one gradient step per
-env step after `--random-steps` uniformly random ones. The time counted is
+Zoo's MuJoCo settings: 256 x 256 networks for SAC and 400 x 300 for TD3,
+batch 256, one gradient step per env step after `--random-steps`
+uniformly random ones. The time counted is
 that of the learning steps only (env step, action, replay and update), with
 no evaluation inside it. Prints one JSON line.
 
@@ -96,7 +97,8 @@ def time_baselines(args: argparse.Namespace) -> float:
         batch_size=256,
         buffer_size=1_000_000,
         gamma=0.99,
-        policy_kwargs={"net_arch": [256, 256]},
+        # The shoal presets' networks: SB3's SAC default and TD3's (the paper's).
+        policy_kwargs={"net_arch": [256, 256] if args.algo == "sac" else [400, 300]},
         seed=args.seed,
         verbose=0,
     )
