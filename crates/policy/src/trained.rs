@@ -204,7 +204,9 @@ const RECORD_RANK: &str = "__rank";
 impl AdamMoments {
     /// One step of burn's `Adam` (bias-corrected, ε scaled as PyTorch's):
     /// `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`, `θ ← θ − lr · c·m / (√v + ε·√(1−β₂ᵗ))`
-    /// with `c = √(1−β₂ᵗ) / (1−β₁ᵗ)`, each operation rounded as burn rounds it.
+    /// with `c = √(1−β₂ᵗ) / (1−β₁ᵗ)`, each operation rounded as burn rounds it,
+    /// but for a moment that falls below f32's smallest normal: 0 here
+    /// ([`flush_subnormal`]), a subnormal in burn.
     fn step(&mut self, params: &mut [f32], grad: &[f32], learning_rate: f64) {
         if self.time == 0 {
             self.first = vec![0.0; params.len()];
