@@ -28,8 +28,6 @@ import subprocess
 import sys
 import time
 
-import shoal_envs
-
 
 def override(assignment: str) -> tuple[str, object]:
     key, _, raw = assignment.partition("=")
@@ -49,13 +47,18 @@ COLUMNS = [
 """The columns of a result row: what `tests/docs_results.rs` reads back."""
 
 
-def machine() -> str:
-    """The CPU model and its core count, as /proc/cpuinfo names them."""
+def cpu_models() -> list[str]:
+    """The model name of each core, as /proc/cpuinfo gives them (none elsewhere)."""
     try:
         lines = pathlib.Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        return platform.machine()
-    models = [l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")]
+        return []
+    return [l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")]
+
+
+def machine() -> str:
+    """The CPU model and its core count."""
+    models = cpu_models()
     return f"{models[0]}, {len(models)} cores" if models else platform.machine()
 
 
@@ -70,6 +73,8 @@ def commit() -> str:
 
 def train_row(preset: str, env_id: str, steps: int, seed: int, settings: list[str]) -> dict:
     """Trains one seed and returns its result row (`COLUMNS`)."""
+    import shoal_envs  # here, so the helpers above load without the package
+
     overrides = dict(override(a) for a in settings)
     name = preset.rsplit("/", 1)[-1].removesuffix(".toml")
     # `module:Env-v0` ids (Gymnasium-Robotics' Fetch) name the run by the env alone.
@@ -99,11 +104,11 @@ def append_row(path: pathlib.Path, row: dict) -> None:
     """Appends `row` to the CSV at `path` under that file's own header
     (a report's file may hold columns of its own, left empty here)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists() or path.stat().st_size == 0
     header = COLUMNS
-    if path.exists() and path.stat().st_size:
+    if not new:
         with path.open(newline="") as f:
             header = next(csv.reader(f))
-    new = not path.exists() or not path.stat().st_size
     with path.open("a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=header, extrasaction="ignore", restval="")
         if new:

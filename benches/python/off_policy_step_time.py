@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mujoco_table import cpu_models
+
 
 def one_thread() -> None:
     """PyTorch and JAX on one thread, as shoal's single learner runs."""
@@ -107,16 +109,6 @@ def time_baselines(args: argparse.Namespace) -> float:
     return (time.perf_counter() - clock.start) / args.learning_steps
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runner", choices=["shoal", "sb3", "sbx"])
@@ -134,7 +126,7 @@ def main() -> None:
         "env": args.env_id,
         "ms_per_learning_step": round(seconds * 1000, 2),
         "learning_steps": args.learning_steps,
-        "cpu": cpu_model(),
+        "cpu": (cpu_models() or [platform.machine()])[0],
     }))
 
 

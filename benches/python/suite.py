@@ -27,10 +27,9 @@ import csv
 import os
 import pathlib
 import subprocess
-import sys
 import tomllib
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import mujoco_table
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -79,8 +78,6 @@ def main() -> None:
         return
 
     os.chdir(ROOT)
-    import mujoco_table  # imports shoal_envs: only when something runs
-
     for bench, seed in missing:
         row = mujoco_table.train_row(
             bench["preset"], bench["env"], bench["budget"], seed, bench.get("settings", [])
