@@ -66,7 +66,11 @@ def commit() -> str:
     """The checkout's short commit, with `+` when it has uncommitted changes
     (the package is assumed built from it: `pip install ./crates/python`)."""
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+        # The checkout this script lives in, wherever it is run from.
+        here = pathlib.Path(__file__).resolve().parent
+        return subprocess.run(
+            ["git", *args], cwd=here, capture_output=True, text=True
+        ).stdout.strip()
     head = git("rev-parse", "--short", "HEAD")
     return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
 
