@@ -18,7 +18,14 @@
 //!   every checkpoint then falls between episodes, so a resumed run replays
 //!   the uninterrupted one exactly, and every worker of a parallel run
 //!   contributes whole episodes. The worm's 1 000-step episodes make two of
-//!   them CleanRL's 2 048-step rollout.
+//!   them CleanRL's 2 048-step rollout. Where episodes end early and vary
+//!   (a hopper that falls), `steps_per_rollout` sets CleanRL's step count
+//!   instead: an update then cuts the episode in hand, bootstrapping from
+//!   the value where it was cut, and the episode goes on with the new
+//!   policy. Checkpoints still fall between episodes, the steps gathered
+//!   since the last update saved with the state, so resuming stays exact;
+//!   the averaging and gathering strategies, which schedule whole episodes,
+//!   refuse it.
 //! * **Two optimisers.** Policy and value networks share no layers, so each
 //!   has its own Adam and its own gradient clip; `vf_coef` then only scales
 //!   a gradient Adam normalises away, and is not a setting.
@@ -44,8 +51,8 @@ use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 use shoal_rl_core::{
-    Alone, Env, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy, Result,
-    Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed, split_parameters,
+    Alone, Env, Error, EvalReport, GradientLearner, LearnReport, Learner, MeanReducer, Policy,
+    Result, Space, StopFlag, derive_seed, evaluate_policy, rng_from_seed, split_parameters,
 };
 use shoal_rl_policy::{
     Activation, BetaTerms, Mlp, MlpConfig, MlpShape, MlpTape, Normalizer, Trained, sample_unit,
@@ -53,7 +60,7 @@ use shoal_rl_policy::{
 };
 
 use crate::check;
-use crate::rollout::{Rollout, StateDims, collect_episodes, learn_in_batches, play_episode};
+use crate::rollout::{EpisodePlay, Rollout, StateDims, collect_episodes, learn_in_batches, misfit};
 use crate::versioned::Format;
 
 /// The distribution the policy network parameterises, per action component.
@@ -86,6 +93,12 @@ pub struct PpoConfig {
     pub anneal_lr: bool,
     /// Whole episodes collected per update. Default 2.
     pub episodes_per_rollout: usize,
+    /// Update every this many env steps instead, cutting an episode where
+    /// the count falls (SB3's and CleanRL's `n_steps`; 0: whole episodes,
+    /// `episodes_per_rollout`). For tasks whose episodes end early and vary
+    /// in length (a body that falls). One learner or the pool only: the
+    /// averaging and gathering strategies schedule whole episodes. Default 0.
+    pub steps_per_rollout: usize,
     /// Passes over each rollout. Default 10.
     pub epochs: usize,
     /// Minibatches per pass (each about rollout steps / minibatches rows). Default 32.
@@ -123,6 +136,7 @@ impl Default for PpoConfig {
             learning_rate: 3e-4,
             anneal_lr: true,
             episodes_per_rollout: 2,
+            steps_per_rollout: 0,
             epochs: 10,
             minibatches: 32,
             clip_range: 0.2,
@@ -141,6 +155,8 @@ impl Default for PpoConfig {
 
 /// Largest number of epochs or minibatches per update.
 const MAX_PASSES: usize = 10_000;
+/// Largest step-sized rollout: 64 of SB3's default 2 048-step rollouts.
+const MAX_ROLLOUT_STEPS: usize = 1 << 17;
 
 impl PpoConfig {
     /// Checks every value; the error names the offending key.
@@ -166,6 +182,24 @@ impl PpoConfig {
         )?;
         check::count("ppo", "epochs", self.epochs, MAX_PASSES)?;
         check::count("ppo", "minibatches", self.minibatches, MAX_PASSES)?;
+        if self.steps_per_rollout > 0 {
+            check::count(
+                "ppo",
+                "steps_per_rollout",
+                self.steps_per_rollout,
+                MAX_ROLLOUT_STEPS,
+            )?;
+            if self.steps_per_rollout < self.minibatches {
+                return Err(check::bad(
+                    "ppo",
+                    "steps_per_rollout",
+                    format!(
+                        "must be 0 (whole episodes) or at least minibatches ({}), got {}",
+                        self.minibatches, self.steps_per_rollout
+                    ),
+                ));
+            }
+        }
         for (key, value) in [
             ("value_clip_range", self.value_clip_range),
             ("entropy_coef", self.entropy_coef),
@@ -401,10 +435,12 @@ struct PpoState {
 }
 
 /// The saved state's header: bumped whenever [`PpoState`] changes.
+/// Version 2 appends the steps waiting for a step-sized rollout
+/// (`Vec<Rollout>`); version 1, without them, still reads.
 const STATE_FORMAT: Format = Format {
     name: "PPO state",
     magic: *b"shoalPPO",
-    version: 1,
+    version: 2,
 };
 
 // -------------------------------------------------------------------------
@@ -440,6 +476,10 @@ pub struct Ppo<E: Env> {
     anneal_episodes: u64,
     /// Env steps over which it anneals instead (0: by episodes).
     anneal_env_steps: u64,
+    /// With `steps_per_rollout`: the steps gathered since the last update,
+    /// as finished episodes and the start of the one in hand, fewer than a
+    /// rollout between calls to `learn`.
+    pending: Vec<Rollout>,
 }
 
 /// One update's data: what every minibatch draws rows from.
@@ -515,6 +555,7 @@ impl<E: Env> Ppo<E> {
             episodes_learned: 0,
             anneal_episodes: 0,
             anneal_env_steps: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -537,6 +578,24 @@ impl<E: Env> Ppo<E> {
     pub fn anneal_over_env_steps(mut self, steps: u64) -> Self {
         self.anneal_env_steps = steps;
         self
+    }
+
+    /// An error naming `strategy` when this agent updates in step-sized
+    /// rollouts (`steps_per_rollout`): for a strategy that schedules whole
+    /// episodes (gradient averaging, rollout gathering), which would cut
+    /// across the steps each worker's updates fall on.
+    pub fn check_whole_episodes(&self, strategy: &str) -> Result<()> {
+        match self.config.steps_per_rollout {
+            0 => Ok(()),
+            steps => Err(check::bad(
+                "ppo",
+                "steps_per_rollout",
+                format!(
+                    "is {steps}, but {strategy} schedules whole episodes: set it to 0 \
+                     (episodes_per_rollout), or train one learner or the pool"
+                ),
+            )),
+        }
     }
 
     /// The hyperparameters.
@@ -594,45 +653,77 @@ impl<E: Env> Ppo<E> {
     }
 
     fn collect(&mut self, episodes: usize) -> Result<(Vec<Rollout>, LearnReport)> {
+        self.check_whole_episodes("rollout gathering")?;
         collect_episodes(episodes, || self.collect_episode())
     }
 
     /// Plays one episode with the stochastic policy (seeded by its number:
-    /// see [`play_episode`]).
+    /// see [`crate::rollout::play_episode`]).
     fn collect_episode(&mut self) -> Result<(Rollout, f64)> {
+        let mut play = EpisodePlay::start(&mut self.env, self.seed, self.episodes);
+        while !self.step_episode(&mut play)? {}
+        self.episodes += 1;
+        self.env_steps += play.steps;
+        Ok((play.rollout, play.undiscounted))
+    }
+
+    /// One step of `play` with a draw from the current policy; whether the
+    /// episode ended.
+    fn step_episode(&mut self, play: &mut EpisodePlay) -> Result<bool> {
         let kind = self.config.policy;
         let (tape, params, observations) = (
             &mut self.policy_tape,
             self.policy.params(),
             &self.observations,
         );
-        let (normalize, act_dim) = (self.config.normalize_observations, self.act_dim);
-        let mut failure = None;
-        let draw = |obs: &[f32], rng: &mut StdRng| {
-            match normalize_if(observations, normalize, obs) {
-                Ok(input) => kind.sample(tape.forward(params, &input), rng),
-                Err(e) => {
-                    // The env's observation has the wrong size: reported
-                    // after the episode, which a neutral action ends.
-                    failure.get_or_insert(e);
-                    vec![0.5; act_dim]
-                }
-            }
-        };
-        let (rollout, ret) = play_episode(
+        let normalize = self.config.normalize_observations;
+        play.step(
             &mut self.env,
             &self.action_space,
-            self.seed,
-            self.episodes,
-            draw,
+            |obs, rng| {
+                let input = normalize_if(observations, normalize, obs)?;
+                Ok(kind.sample(tape.forward(params, &input), rng))
+            },
             |draws| kind.to_unit(draws),
-        )?;
-        if let Some(error) = failure {
-            return Err(error);
+        )
+    }
+
+    /// Plays one episode in step-sized rollouts: whenever
+    /// `steps_per_rollout` steps have gathered (with those left from
+    /// earlier episodes), the networks update on them, cutting this
+    /// episode where it stands, and it goes on with the new policy.
+    fn play_in_steps(&mut self) -> Result<LearnReport> {
+        let rollout_steps = self.config.steps_per_rollout;
+        let mut gathered: usize = self.pending.iter().map(Rollout::len).sum();
+        let mut play = EpisodePlay::start(&mut self.env, self.seed, self.episodes);
+        let mut report = LearnReport::default();
+        loop {
+            let ended = self.step_episode(&mut play)?;
+            self.env_steps += 1;
+            gathered += 1;
+            if ended {
+                self.pending.push(std::mem::take(&mut play.rollout));
+            }
+            // `>=`: a state saved under a larger setting may hold more.
+            if gathered >= rollout_steps {
+                if !ended {
+                    self.pending.push(play.cut());
+                }
+                let rollouts = std::mem::take(&mut self.pending);
+                report.scalars = self.update(&rollouts, &mut Alone)?;
+                // The schedule's clock by episodes counts whole episodes,
+                // not the pieces `update` was given.
+                self.episodes_learned = self.episodes + u64::from(ended);
+                gathered = 0;
+            }
+            if ended {
+                break;
+            }
         }
         self.episodes += 1;
-        self.env_steps += rollout.len() as u64;
-        Ok((rollout, ret))
+        report.episode_returns.push(play.undiscounted);
+        report.episode_lengths.push(play.steps);
+        Ok(report)
     }
 }
 
@@ -966,6 +1057,16 @@ impl<E: Env> Ppo<E> {
         reducer: &mut dyn MeanReducer,
         stop: Option<&StopFlag>,
     ) -> Result<LearnReport> {
+        if self.config.steps_per_rollout > 0 {
+            let mut report = LearnReport::default();
+            for _ in 0..episodes {
+                if stop.is_some_and(StopFlag::is_requested) {
+                    break;
+                }
+                report.extend(self.play_in_steps()?);
+            }
+            return Ok(report);
+        }
         let batch = self.config.episodes_per_rollout;
         learn_in_batches(episodes, batch, stop, |n| {
             let (rollouts, mut report) = self.collect(n)?;
@@ -1008,9 +1109,10 @@ impl<E: Env> Learner for Ppo<E> {
         self.learn_with(episodes, &mut Alone, Some(stop))
     }
 
-    /// A rollout: `episodes_per_rollout` episodes.
+    /// A rollout: `episodes_per_rollout` episodes (none with
+    /// `steps_per_rollout`, whose updates fall within episodes).
     fn episodes_per_update(&self) -> Option<usize> {
-        Some(self.config.episodes_per_rollout)
+        (self.config.steps_per_rollout == 0).then_some(self.config.episodes_per_rollout)
     }
 
     fn policy(&self) -> Option<Box<dyn Policy>> {
@@ -1023,7 +1125,7 @@ impl<E: Env> Learner for Ppo<E> {
     }
 
     fn save_state(&self) -> Vec<u8> {
-        STATE_FORMAT.write(
+        let mut bytes = STATE_FORMAT.write(
             &self.state_dims(),
             &PpoState {
                 policy: self.policy.save_state(),
@@ -1035,11 +1137,28 @@ impl<E: Env> Learner for Ppo<E> {
                 updates: self.updates,
                 episodes_learned: self.episodes_learned,
             },
-        )
+        );
+        bytes.extend(postcard::to_stdvec(&self.pending).expect("plain vectors serialise"));
+        bytes
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
-        let state: PpoState = STATE_FORMAT.read(bytes, &self.state_dims())?.0;
+        let (version, state, rest): (_, PpoState, _) =
+            STATE_FORMAT.read_since(1, bytes, &self.state_dims())?;
+        let pending: Vec<Rollout> = match version {
+            1 => Vec::new(),
+            _ => postcard::from_bytes(rest).map_err(|e| STATE_FORMAT.unreadable(&e.to_string()))?,
+        };
+        if let Some(why) = misfit(&pending, self.obs_dim, self.act_dim) {
+            return Err(STATE_FORMAT.unreadable(&format!("a waiting rollout {why}")));
+        }
+        if !pending.is_empty() && self.config.steps_per_rollout == 0 {
+            return Err(Error::Shape(
+                "PPO state holds steps waiting for a step-sized rollout, but this agent's \
+                 steps_per_rollout is 0"
+                    .into(),
+            ));
+        }
         let (mut policy, mut value) = (self.policy.clone(), self.value.clone());
         policy.load_state(&state.policy)?;
         value.load_state(&state.value)?;
@@ -1054,6 +1173,7 @@ impl<E: Env> Learner for Ppo<E> {
         self.env_steps = state.env_steps;
         self.updates = state.updates;
         self.episodes_learned = state.episodes_learned;
+        self.pending = pending;
         Ok(())
     }
 }
@@ -1097,6 +1217,7 @@ impl<E: Env> GradientLearner for Ppo<E> {
         episodes: usize,
         reducer: &mut dyn MeanReducer,
     ) -> Result<LearnReport> {
+        self.check_whole_episodes("gradient averaging")?;
         self.learn_with(episodes, reducer, None)
     }
 }

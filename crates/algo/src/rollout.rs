@@ -48,25 +48,74 @@ pub(crate) fn play_episode<E: Env + ?Sized>(
     mut draw: impl FnMut(&[f32], &mut StdRng) -> Vec<f32>,
     to_action: impl Fn(&[f32]) -> Vec<f32>,
 ) -> Result<(Rollout, f64)> {
-    let mut rng: StdRng = rng_from_seed(derive_seed(seed, 1_000 + episode));
-    let mut obs = env.reset(Some(derive_seed(seed, 2_000_000_000 + episode)));
-    let mut rollout = Rollout::default();
-    let mut undiscounted = 0.0;
-    loop {
-        let unit = draw(&obs, &mut rng);
+    let mut play = EpisodePlay::start(env, seed, episode);
+    while !play.step(env, space, |obs, rng| Ok(draw(obs, rng)), &to_action)? {}
+    Ok((play.rollout, play.undiscounted))
+}
+
+/// An episode played one step at a time, for a learner that updates in the
+/// middle of one (PPO's step-sized rollouts): [`play_episode`] step by step,
+/// with the same env seed and sampling stream.
+pub(crate) struct EpisodePlay {
+    rng: StdRng,
+    /// The observation the next step acts on (after the end: the last one).
+    obs: Vec<f32>,
+    /// The steps since the start, or since the last [`EpisodePlay::cut`].
+    pub(crate) rollout: Rollout,
+    /// Undiscounted return of the whole episode so far.
+    pub(crate) undiscounted: f64,
+    /// Steps of the whole episode so far.
+    pub(crate) steps: u64,
+}
+
+impl EpisodePlay {
+    /// Resets `env` for episode number `episode` of a learner seeded `seed`.
+    pub(crate) fn start<E: Env + ?Sized>(env: &mut E, seed: u64, episode: u64) -> Self {
+        EpisodePlay {
+            rng: rng_from_seed(derive_seed(seed, 1_000 + episode)),
+            obs: env.reset(Some(derive_seed(seed, 2_000_000_000 + episode))),
+            rollout: Rollout::default(),
+            undiscounted: 0.0,
+            steps: 0,
+        }
+    }
+
+    /// Takes one step with the draw `draw(obs, rng)` makes; returns whether
+    /// the episode ended there, its rollout then closed (final observation,
+    /// truncated or terminated).
+    pub(crate) fn step<E: Env + ?Sized>(
+        &mut self,
+        env: &mut E,
+        space: &Space,
+        draw: impl FnOnce(&[f32], &mut StdRng) -> Result<Vec<f32>>,
+        to_action: impl Fn(&[f32]) -> Vec<f32>,
+    ) -> Result<bool> {
+        let unit = draw(&self.obs, &mut self.rng)?;
         let step = env.step(&space.from_unit(&to_action(&unit)))?;
-        rollout.obs.extend_from_slice(&obs);
+        let rollout = &mut self.rollout;
+        rollout.obs.extend_from_slice(&self.obs);
         rollout.unit_actions.extend_from_slice(&unit);
         rollout.rewards.push(step.reward);
-        undiscounted += step.reward as f64;
-        if step.done() {
+        self.undiscounted += step.reward as f64;
+        self.steps += 1;
+        let done = step.done();
+        if done {
             rollout.truncated = !step.terminated;
-            rollout.final_obs = step.obs;
-            break;
+            rollout.final_obs.clone_from(&step.obs);
         }
-        obs = step.obs;
+        self.obs = step.obs;
+        Ok(done)
     }
-    Ok((rollout, undiscounted))
+
+    /// The steps since the last cut as a rollout that ends unfinished:
+    /// marked truncated, so its advantages bootstrap from the value of the
+    /// observation the episode goes on from.
+    pub(crate) fn cut(&mut self) -> Rollout {
+        let mut part = std::mem::take(&mut self.rollout);
+        part.truncated = true;
+        part.final_obs.clone_from(&self.obs);
+        part
+    }
 }
 
 /// The shape an on-policy learner's saved state was written for:
@@ -121,22 +170,31 @@ pub(crate) fn decode_gathered(
     for bytes in gathered {
         let batch: Vec<Rollout> = postcard::from_bytes(bytes)
             .map_err(|e| Error::Comm(format!("a gathered rollout is unreadable: {e}")))?;
-        for rollout in &batch {
-            let steps = rollout.len();
-            if rollout.obs.len() != steps * obs_dim
-                || rollout.unit_actions.len() != steps * act_dim
-                || rollout.final_obs.len() != obs_dim
-                || rollout.rewards.iter().any(|r| !r.is_finite())
-            {
-                return Err(Error::Comm(format!(
-                    "a gathered rollout of {steps} steps does not fit observations of {obs_dim} \
-                     and actions of {act_dim} values, or has a non-finite reward"
-                )));
-            }
+        if let Some(why) = misfit(&batch, obs_dim, act_dim) {
+            return Err(Error::Comm(format!("a gathered rollout {why}")));
         }
         all.extend(batch);
     }
     Ok(all)
+}
+
+/// What is wrong with the first of `rollouts` that does not fit
+/// observations of `obs_dim` and actions of `act_dim` values or has a
+/// non-finite reward, as the end of a sentence; `None` when all fit.
+pub(crate) fn misfit(rollouts: &[Rollout], obs_dim: usize, act_dim: usize) -> Option<String> {
+    rollouts.iter().find_map(|rollout| {
+        let steps = rollout.len();
+        let fits = rollout.obs.len() == steps * obs_dim
+            && rollout.unit_actions.len() == steps * act_dim
+            && rollout.final_obs.len() == obs_dim
+            && rollout.rewards.iter().all(|r| r.is_finite());
+        (!fits).then(|| {
+            format!(
+                "of {steps} steps does not fit observations of {obs_dim} and actions of \
+                 {act_dim} values, or has a non-finite reward"
+            )
+        })
+    })
 }
 
 /// Trains on `episodes` episodes in batches of at most `batch`, each
@@ -191,3 +249,56 @@ macro_rules! impl_rollout_learner {
     };
 }
 pub(crate) use impl_rollout_learner;
+
+#[cfg(test)]
+mod tests {
+    use shoal_rl_env::{PointReach, PointReachConfig};
+
+    use super::*;
+
+    #[test]
+    fn an_episode_cut_in_two_is_the_whole_episode_with_a_bootstrap_at_the_cut() {
+        let mut env = PointReach::new(PointReachConfig::default()).unwrap();
+        let space = env.action_space().clone();
+        let draw = |_: &[f32], rng: &mut StdRng| vec![rand::RngExt::random::<f32>(rng)];
+        let (whole, whole_return) =
+            play_episode(&mut env, &space, 3, 5, draw, |u| u.to_vec()).unwrap();
+
+        let mut play = EpisodePlay::start(&mut env, 3, 5);
+        for _ in 0..7 {
+            assert!(
+                !play
+                    .step(&mut env, &space, |o, r| Ok(draw(o, r)), |u| u.to_vec())
+                    .unwrap()
+            );
+        }
+        let head = play.cut();
+        while !play
+            .step(&mut env, &space, |o, r| Ok(draw(o, r)), |u| u.to_vec())
+            .unwrap()
+        {}
+        let tail = play.rollout;
+
+        assert_eq!((head.len(), tail.len()), (7, whole.len() - 7));
+        assert!(head.truncated, "a cut bootstraps");
+        assert_eq!(
+            head.final_obs,
+            tail.obs[..head.final_obs.len()],
+            "from where the episode goes on"
+        );
+        let joined = |field: fn(&Rollout) -> &Vec<f32>| {
+            [field(&head).clone(), field(&tail).clone()].concat()
+        };
+        assert_eq!(joined(|r| &r.obs), whole.obs);
+        assert_eq!(joined(|r| &r.unit_actions), whole.unit_actions);
+        assert_eq!(joined(|r| &r.rewards), whole.rewards);
+        assert_eq!(
+            (tail.truncated, &tail.final_obs),
+            (whole.truncated, &whole.final_obs)
+        );
+        assert_eq!(
+            (play.undiscounted, play.steps),
+            (whole_return, whole.len() as u64)
+        );
+    }
+}

@@ -342,7 +342,11 @@ impl Entry for AlgoEntry {
                 "PPO with GAE(λ) and a Beta (or Gaussian) policy",
                 |learner| Ok(Box::new(make_ppo(learner)?)),
             )
-            .rollout_learner(|learner| Ok(Box::new(make_ppo(learner)?)))
+            .rollout_learner(|learner| {
+                let ppo = make_ppo(learner)?;
+                ppo.check_whole_episodes("rollout gathering")?;
+                Ok(Box::new(ppo))
+            })
             .key_docs(|| key_docs(&shoal_rl_algo::config_docs, "PpoConfig")),
             ddpg_agent(
                 DdpgVariant::Ddpg,
@@ -556,6 +560,9 @@ pub fn make_ppo(learner: &LearnerContext<'_>) -> Result<Ppo<Box<dyn Env>>> {
     let mut algo: PpoConfig = learner.settings()?;
     algo.learning_rate *= learner.lr_scale;
     let ppo = Ppo::new(algo, learner.env()?, learner.eval_env()?, learner.seed)?;
+    if learner.share.averages_gradients {
+        ppo.check_whole_episodes("gradient averaging")?;
+    }
     Ok(match learner.share.env_steps {
         Some(steps) => ppo.anneal_over_env_steps(steps),
         None => ppo.anneal_over(learner.share.episodes),

@@ -423,3 +423,117 @@ fn bad_configs_states_and_rollouts_are_rejected() {
     assert!(err.contains("does not fit observations of 2"), "{err}");
     assert!(GradientLearner::set_parameters(&mut agent, &[0.0; 3]).is_err());
 }
+
+// ---- step-sized rollouts ----
+
+fn in_steps(steps_per_rollout: usize) -> PpoConfig {
+    PpoConfig {
+        steps_per_rollout,
+        ..fast()
+    }
+}
+
+#[test]
+fn step_sized_rollouts_update_every_n_steps_and_carry_the_rest() {
+    // Point-reach episodes last 20 steps. With 48-step rollouts, 7 episodes
+    // (140 steps) update at steps 48 and 96, the second cut inside episode
+    // 4 (steps 80–99), and leave its last 4 steps and episodes 5–6 waiting.
+    let mut agent = toy(0, in_steps(48));
+    assert_eq!(agent.episodes_per_update(), None);
+    let report = agent.learn(7).unwrap();
+    assert_eq!(report.episode_lengths, vec![20; 7]);
+    assert_eq!(agent.updates, 2);
+    let waiting: Vec<usize> = agent.pending.iter().map(Rollout::len).collect();
+    assert_eq!(waiting, vec![4, 20, 20]);
+    assert!(report.scalars.iter().any(|(k, _)| k == "losses/policy"));
+    // One more episode (160 steps) crosses 144: an update, 16 left.
+    agent.learn(1).unwrap();
+    assert_eq!(agent.updates, 3);
+    assert_eq!(agent.pending.iter().map(Rollout::len).sum::<usize>(), 16);
+    assert_eq!(agent.env_steps, 160);
+}
+
+#[test]
+fn step_sized_rollouts_resume_exactly_with_the_steps_waiting() {
+    let mut whole = toy(4, in_steps(50));
+    let uninterrupted = whole.learn(9).unwrap();
+    let mut first = toy(4, in_steps(50));
+    let mut returns = first.learn(4).unwrap().episode_returns;
+    assert!(
+        !first.pending.is_empty(),
+        "the test must stop between updates"
+    );
+    let mut resumed = toy(4, in_steps(50));
+    resumed.load_state(&first.save_state()).unwrap();
+    returns.extend(resumed.learn(5).unwrap().episode_returns);
+    assert_eq!(returns, uninterrupted.episode_returns);
+    assert!(GradientLearner::parameters(&whole) == GradientLearner::parameters(&resumed));
+    assert_eq!(whole.save_state(), resumed.save_state());
+}
+
+#[test]
+fn step_sized_rollouts_learn_to_reach_the_point() {
+    // 150-step rollouts: most updates cut an episode.
+    let mut agent = toy(0, in_steps(150));
+    agent.learn(400).unwrap();
+    let after = agent.evaluate(20, 99).unwrap().return_mean;
+    assert!(after > -2.5, "after 400 episodes: {after:.2}");
+}
+
+#[test]
+fn step_sized_rollouts_are_refused_where_whole_episodes_are_scheduled() {
+    let err = Ppo::new(in_steps(2), toy_env(), toy_env(), 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("at least minibatches (4), got 2"), "{err}");
+    let mut agent = toy(0, in_steps(48));
+    let err = agent.learn_averaged(2, &mut Alone).unwrap_err().to_string();
+    assert!(
+        err.contains("steps_per_rollout is 48, but gradient averaging schedules whole episodes"),
+        "{err}"
+    );
+    let err = RolloutLearner::collect(&mut agent, 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("rollout gathering schedules whole episodes"),
+        "{err}"
+    );
+    // Steps waiting for a step-sized rollout mean nothing to whole episodes.
+    agent.learn(1).unwrap();
+    let mut by_episodes = toy(0, fast());
+    let before = by_episodes.save_state();
+    let err = by_episodes
+        .load_state(&agent.save_state())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("steps_per_rollout is 0"), "{err}");
+    assert_eq!(by_episodes.save_state(), before);
+}
+
+#[test]
+fn a_state_of_format_version_1_still_loads() {
+    let mut agent = toy(2, fast());
+    agent.learn(8).unwrap();
+    let version_1 = Format {
+        version: 1,
+        ..STATE_FORMAT
+    }
+    .write(
+        &agent.state_dims(),
+        &PpoState {
+            policy: agent.policy.save_state(),
+            value: agent.value.save_state(),
+            observations: agent.observations.clone(),
+            returns: agent.returns.clone(),
+            episodes: agent.episodes,
+            env_steps: agent.env_steps,
+            updates: agent.updates,
+            episodes_learned: agent.episodes_learned,
+        },
+    );
+    let mut loaded = toy(7, fast());
+    loaded.load_state(&version_1).unwrap();
+    assert_eq!(loaded.save_state(), agent.save_state());
+}

@@ -359,3 +359,34 @@ fn stop_at_target_without_a_target_is_refused() {
         format!("invalid configuration: {NO_STOP_TARGET}")
     );
 }
+
+/// PPO's step-sized rollouts cut episodes, so the strategies that
+/// schedule whole episodes refuse them before a worker starts; one
+/// learner and the pool take them.
+#[test]
+fn step_sized_ppo_rollouts_are_refused_where_workers_share_whole_episodes() {
+    let with = |strategy: &str| {
+        let mut overrides = vec!["algo.steps_per_rollout=64".to_string()];
+        if strategy != "none" {
+            overrides.push(format!("parallel.strategy={strategy}"));
+            overrides.push("parallel.workers=2".into());
+        }
+        check(&resolve("toy-ppo", &overrides).unwrap())
+    };
+    for (strategy, named) in [
+        ("averaging", "gradient averaging"),
+        ("gather", "rollout gathering"),
+    ] {
+        assert_eq!(
+            with(strategy).unwrap_err().to_string(),
+            format!(
+                "invalid configuration: ppo steps_per_rollout is 64, but {named} schedules \
+                 whole episodes: set it to 0 (episodes_per_rollout), or train one learner or \
+                 the pool"
+            ),
+            "{strategy}"
+        );
+    }
+    with("none").unwrap();
+    with("pool").unwrap();
+}
