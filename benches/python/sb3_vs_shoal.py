@@ -216,13 +216,34 @@ def sb3_push(
     _learn(model, env, eval_env, episodes, eval_every, eval_episodes, seed, log)
 
 
+# rl-baselines3-zoo hyperparams/ppo.yml at commit 22e3ff2 (its v4 entries;
+# the v5 tasks have none): HalfCheetah and Hopper tuned, Walker2d and Ant
+# the "mujoco-defaults" (SB3's PPO defaults under VecNormalize), Swimmer
+# tuned (and used for shoal's worm).
+_ZOO_TUNED_POLICY = dict(log_std_init=-2, ortho_init=False, activation_fn="relu",
+                         net_arch=dict(pi=[256, 256], vf=[256, 256]))
+ZOO_PPO = {
+    "HalfCheetah": dict(n_envs=1, policy_kwargs=_ZOO_TUNED_POLICY, settings=dict(
+        batch_size=64, n_steps=512, gamma=0.98, learning_rate=2.0633e-05, ent_coef=0.000401762,
+        clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096)),
+    "Hopper": dict(n_envs=1, policy_kwargs=_ZOO_TUNED_POLICY, settings=dict(
+        batch_size=32, n_steps=512, gamma=0.999, learning_rate=9.80828e-05, ent_coef=0.00229519,
+        clip_range=0.2, n_epochs=5, gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671)),
+    "Walker2d": dict(n_envs=1, settings={}),
+    "Ant": dict(n_envs=1, settings={}),
+    "Swimmer": dict(n_envs=4, settings=dict(
+        gamma=0.9999, n_steps=1024, batch_size=256, learning_rate=6e-4, gae_lambda=0.98)),
+}
+
+
 def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_episodes: int, log,
              checkpoint: Checkpoint | None = None, env_id: str = "shoal/Worm-v0",
              gamma: float | None = None) -> None:
     """SB3 TD3, SAC or PPO with RL Zoo's Swimmer-v4 hyperparameters on shoal/Worm-v0
-    (or ``env_id``, a Gymnasium env with 1 000-step episodes such as
-    HalfCheetah-v5; ``gamma`` replaces the Swimmer entry's discount, as the
-    Zoo's other MuJoCo entries have 0.99).
+    (or ``env_id``, a Gymnasium MuJoCo env such as HalfCheetah-v5: TD3 and
+    SAC keep the Swimmer entry, ``gamma`` replacing its discount, as the
+    Zoo's other MuJoCo entries have 0.99; PPO takes the task's own entry,
+    ``ZOO_PPO``).
 
     With ``checkpoint`` (TD3 and SAC), the model and its replay buffer are
     saved every ``checkpoint.every`` env steps, and a run that finds a saved
@@ -253,15 +274,21 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
             "MlpPolicy", env, learning_starts=10_000, gamma=gamma or 0.999, seed=seed, device="cpu",
         )
     else:
-        # rl-baselines3-zoo hyperparams/ppo.yml, Swimmer-v4: normalize, 4 envs.
+        # rl-baselines3-zoo hyperparams/ppo.yml: the task's own entry
+        # (`ZOO_PPO`), Swimmer's for shoal's worm; normalize, whose
+        # discount RL Zoo sets to the entry's gamma.
+        zoo = ZOO_PPO.get(env_id.split("/")[-1].split("-")[0], ZOO_PPO["Swimmer"])
+        settings = dict(zoo["settings"])
+        policy_kwargs = dict(zoo.get("policy_kwargs", {}))
+        if "activation_fn" in policy_kwargs:
+            policy_kwargs["activation_fn"] = {"relu": torch.nn.ReLU}[policy_kwargs["activation_fn"]]
         env = VecNormalize(
-            DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(4)]), gamma=0.9999
+            DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(zoo["n_envs"])]),
+            gamma=settings.get("gamma", 0.99),
         )
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
-        model = PPO(
-            "MlpPolicy", env, gamma=0.9999, n_steps=1024, batch_size=256, learning_rate=6e-4,
-            gae_lambda=0.98, seed=seed, device="cpu",
-        )
+        model = PPO("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs or None,
+                    **settings)
     env.seed(seed)
     progress = None
     if checkpoint is not None:
