@@ -105,3 +105,23 @@ def test_each_env_of_the_benchmark_suite_is_made_and_steps(env_id):
         assert isinstance(float(reward), float)
     finally:
         env.close()
+
+
+def test_the_packaged_mujoco_ppo_preset_trains_hopper_in_step_sized_rollouts(tmp_path):
+    import tomllib
+
+    assert "mujoco-ppo" in shoal_envs.packaged_presets()
+    small = {"algo__steps_per_rollout": 128, "algo__minibatches": 4}
+    run = shoal_envs.train("mujoco-ppo", out=tmp_path / "hopper", steps=300, **small)
+    config = tomllib.loads((run / "config.toml").read_text())
+    assert (config["env"]["kind"], config["env"]["id"]) == ("gymnasium", "Hopper-v5")
+    assert config["algo"]["kind"] == "ppo"
+    # Another task through env=, the preset's settings kept.
+    run = shoal_envs.train("mujoco-ppo", env="Walker2d-v5", out=tmp_path / "walker", steps=300, **small)
+    config = tomllib.loads((run / "config.toml").read_text())
+    assert config["env"]["id"] == "Walker2d-v5"
+    shipped = tomllib.loads(
+        (shoal_envs.training._PRESETS / "mujoco-ppo.toml").read_text()
+    )
+    assert shipped["algo"]["steps_per_rollout"] == 2048
+    assert config["train"]["env_steps"] == 300

@@ -40,7 +40,7 @@ from shoal_envs._core import (
     registered_envs,
 )
 from shoal_envs.envs import ArmPushEnv, BallToNetEnv, PendulumEnv, UR5ReacherEnv, WormEnv
-from shoal_envs.training import TrainedPolicy, load_policy, train
+from shoal_envs.training import TrainedPolicy, load_policy, packaged_presets, train
 
 __all__ = [
     "ArmPush",
@@ -60,6 +60,7 @@ __all__ = [
     "WormConfig",
     "WormEnv",
     "load_policy",
+    "packaged_presets",
     "register_envs",
     "registered_envs",
     "train",

@@ -34,7 +34,7 @@ import numpy as np
 
 from shoal_envs import _core
 
-__all__ = ["TrainedPolicy", "load_policy", "train"]
+__all__ = ["TrainedPolicy", "load_policy", "packaged_presets", "train"]
 
 _GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
@@ -53,6 +53,10 @@ def train(
     **overrides: Any,
 ) -> Path | None:
     """Trains ``preset`` (a preset name or a ``config.toml`` path) and returns the run directory.
+
+    The names are the ``shoal`` binary's presets and this package's own
+    for Gymnasium's tasks (``packaged_presets()``: ``mujoco-ppo``, PPO for
+    the MuJoCo locomotion tasks, Hopper-v5 unless ``env`` names another).
 
     ``env``: a Gymnasium id (``"Pendulum-v1"``, ``"my_package:MyEnv-v0"``)
     trained instead of the preset's env, made with ``gymnasium.make(env,
@@ -77,7 +81,7 @@ def train(
     0 returns the run directory and the others ``None``.
     """
     run = _core.train(
-        preset,
+        _packaged_preset(preset),
         env=env,
         env_kwargs=env_kwargs,
         out=None if out is None else os.fspath(out),
@@ -89,6 +93,24 @@ def train(
         **overrides,
     )
     return None if run is None else Path(run)
+
+
+# Presets for Gymnasium's tasks (``mujoco-ppo``), shipped with this package:
+# the ``shoal`` binary's presets train its own envs, which need no Python.
+_PRESETS = Path(__file__).parent / "presets"
+
+
+def packaged_presets() -> list[str]:
+    """The presets this package adds to the ``shoal`` binary's, for Gymnasium's tasks."""
+    return sorted(path.stem for path in _PRESETS.glob("*.toml"))
+
+
+def _packaged_preset(preset: str | os.PathLike[str]) -> str:
+    """A packaged preset's file in place of its name; anything else as given."""
+    source = os.fspath(preset)
+    if source in packaged_presets():
+        return os.fspath(_PRESETS / f"{source}.toml")
+    return source
 
 
 def _flat(obs: Any) -> np.ndarray:
