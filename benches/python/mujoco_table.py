@@ -84,6 +84,8 @@ def train_row(preset: str, env_id: str, steps: int, seed: int, settings: list[st
     # `module:Env-v0` ids (Gymnasium-Robotics' Fetch) name the run by the env alone.
     suffix = "-".join([env_id.rsplit(":", 1)[-1], *settings]).replace("/", "_")
     run_dir = pathlib.Path("runs/mujoco") / f"{name}-{suffix}-s{seed}"
+    # The checkout as the run starts: commits made while it trains are not its.
+    built_from = commit()
     start = time.perf_counter()
     shoal_envs.train(preset, env=env_id, steps=steps, seed=seed, out=str(run_dir), **overrides)
     wall = time.perf_counter() - start
@@ -100,7 +102,7 @@ def train_row(preset: str, env_id: str, steps: int, seed: int, settings: list[st
         "wall_s": round(wall),
         "machine": machine(),
         "kernels": summary.get("matmul_kernels"),
-        "commit": commit(),
+        "commit": built_from,
     }
 
 
