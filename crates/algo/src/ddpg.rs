@@ -40,7 +40,8 @@
 //! actor, no target actor, a temperature α learned toward the target
 //! entropy), twin critics, no target smoothing and no exploration noise of
 //! its own: the agent explores by sampling its policy (uniformly during
-//! `learning_starts`) and evaluates `tanh` of the policy's mean. The
+//! the warm-up, `learning_starts` or `warmup_steps`) and evaluates `tanh`
+//! of the policy's mean. The
 //! update's SAC part is `actor_critic/sac.rs`; the schedule stays the
 //! cycles above (see [`DdpgConfig::sac`] for why).
 //!
@@ -145,6 +146,11 @@ pub struct DdpgConfig {
     pub train_every: TrainEvery,
     /// Episodes of uniformly random actions, without training, at the start. Default 0.
     pub learning_starts: usize,
+    /// Env steps of uniformly random actions, without training, at the
+    /// start: SB3's `learning_starts`, which counts steps, for tasks whose
+    /// episodes vary in length. The warm-up lasts while this or
+    /// `learning_starts` holds. Default 0.
+    pub warmup_steps: u64,
     /// Probability of a uniformly random action at each step. Default 0.3.
     pub random_eps: f64,
     /// Scale of the exploration noise, in `[-1, 1]` action units. Default 0.2.
@@ -233,6 +239,7 @@ impl Default for DdpgConfig {
             n_batches: 40,
             train_every: TrainEvery::Cycle,
             learning_starts: 0,
+            warmup_steps: 0,
             random_eps: 0.3,
             noise_eps: 0.2,
             noise: NoiseKind::Gaussian,
@@ -820,7 +827,7 @@ impl<E: GoalEnv> Ddpg<E> {
         tally: &mut Tally,
     ) -> Result<(Episode, f64, bool)> {
         let k = self.episodes;
-        let warmup = k < self.config.learning_starts as u64;
+        let warmup_episode = k < self.config.learning_starts as u64;
         let mut rng = rng_from_seed(derive_seed(self.seed, EXPLORE_STREAM + k));
         let mut noise = self.config.noise.build(
             self.dims.act,
@@ -833,6 +840,7 @@ impl<E: GoalEnv> Ddpg<E> {
         let mut policy = self.frozen_policy();
         let mut undiscounted = 0.0;
         loop {
+            let warmup = warmup_episode || self.env_steps < self.config.warmup_steps;
             let action: Vec<f32> = if warmup || rng.random::<f64>() < self.config.random_eps {
                 (0..self.dims.act)
                     .map(|_| rng.random_range(-1.0f32..=1.0))
@@ -1061,7 +1069,8 @@ impl<E: GoalEnv> Ddpg<E> {
             if boundary {
                 self.sync_normalizers(reducer)?;
                 let trains = self.config.train_every != TrainEvery::Step
-                    && self.episodes >= self.config.learning_starts as u64;
+                    && self.episodes >= self.config.learning_starts as u64
+                    && self.env_steps >= self.config.warmup_steps;
                 if trains {
                     self.train_round(None, reducer, &mut tally)?;
                 }

@@ -414,6 +414,66 @@ fn warmup_episodes_do_not_train() {
 }
 
 #[test]
+fn warmup_steps_act_at_random_and_train_from_the_step_they_end() {
+    // Training after every step, with a warm-up of 1.5 episodes: the
+    // first episode and half the second act at random, and every step
+    // after that trains once.
+    let warmup = STEPS as u64 * 3 / 2;
+    let config = DdpgConfig {
+        train_every: TrainEvery::Step,
+        n_batches: 1,
+        warmup_steps: warmup,
+        ..small()
+    };
+    let mut learner = agent(config, 3);
+    learner.learn(3).unwrap();
+    assert_eq!(learner.env_steps(), 3 * STEPS as u64);
+    assert_eq!(learner.updates(), learner.env_steps() - warmup);
+    // Counted in steps, a warm-up of whole episodes is `learning_starts`:
+    // the same random actions, the same first update, the same run.
+    for train_every in [TrainEvery::Step, TrainEvery::Cycle] {
+        let base = DdpgConfig {
+            train_every,
+            n_batches: 2,
+            ..small()
+        };
+        let mut by_episodes = agent(
+            DdpgConfig {
+                learning_starts: 2,
+                ..base.clone()
+            },
+            4,
+        );
+        let mut by_steps = agent(
+            DdpgConfig {
+                warmup_steps: 2 * STEPS as u64,
+                ..base
+            },
+            4,
+        );
+        by_episodes.learn(4).unwrap();
+        by_steps.learn(4).unwrap();
+        assert!(by_steps.updates() > 0);
+        assert!(
+            comparable(&by_episodes) == comparable(&by_steps),
+            "{train_every:?}"
+        );
+    }
+    // Cycles of 2 episodes train at their end once the warm-up is over.
+    let mut learner = agent(
+        DdpgConfig {
+            warmup_steps: 3 * STEPS as u64,
+            ..small()
+        },
+        5,
+    );
+    learner.learn(2).unwrap();
+    assert_eq!(learner.updates(), 0, "50 steps, still warming up");
+    learner.learn(2).unwrap();
+    assert_eq!(learner.updates(), 4);
+}
+
+#[test]
 fn learning_reports_episodes_and_losses() {
     let mut learner = agent(small(), 5);
     let report = learner.learn(4).unwrap();
