@@ -125,3 +125,19 @@ def test_the_packaged_mujoco_ppo_preset_trains_hopper_in_step_sized_rollouts(tmp
     )
     assert shipped["algo"]["steps_per_rollout"] == 2048
     assert config["train"]["env_steps"] == 300
+
+
+def test_the_packaged_mujoco_sac_preset_warms_up_in_env_steps(tmp_path):
+    import tomllib
+
+    assert "mujoco-sac" in shoal_envs.packaged_presets()
+    run = shoal_envs.train(
+        "mujoco-sac", env="Hopper-v5", out=tmp_path / "run", steps=300,
+        algo__warmup_steps=200, algo__hidden=[32, 32], algo__batch_size=32,
+    )
+    config = tomllib.loads((run / "config.toml").read_text())
+    assert (config["algo"]["kind"], config["algo"]["learning_starts"]) == ("sac", 0)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    trained = [r for r in rows if "losses/critic" in r]
+    assert trained, "it trained once the warm-up was over"
+    assert all(r["env_steps"] > 200 for r in trained)
