@@ -396,10 +396,16 @@ impl Env for GymEnv {
 }
 
 impl Drop for GymEnv {
-    /// Closes the Python env (its windows, files, simulators).
+    /// Closes the Python env (its windows, files, simulators) and frees it,
+    /// both in one turn. Were the last reference dropped after the turn,
+    /// without the GIL, Python would free the env later on whichever thread
+    /// next took the GIL, beside another env's call (MuJoCo freeing a model
+    /// beside its loader), which the turn is there to prevent.
     fn drop(&mut self) {
         with_python(|py| {
-            let _ = self.env.bind(py).call_method0("close");
+            let env = std::mem::replace(&mut self.env, py.None());
+            let _ = env.bind(py).call_method0("close");
+            drop(env);
         });
     }
 }

@@ -4,6 +4,8 @@ that worker processes of the processes backend can import them by id
 
 from __future__ import annotations
 
+import threading
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
@@ -61,5 +63,32 @@ class PointGoal(gym.Env):
         return obs, reward, success, False, {"is_success": success}
 
 
+class ReleasedInTurn(PointLine):
+    """PointLine that records whether it was freed where it was closed.
+
+    shoal lets one env call run at a time in a process, even where the env
+    releases the GIL (MuJoCo's model loader and stepping do). Freeing an
+    env is such a call: MuJoCo frees its model there. ``freed_where_closed``
+    gets one entry per env freed: whether ``__del__`` ran on the thread of
+    the ``close`` just before it, i.e. inside the same turn."""
+
+    made = 0
+    freed_where_closed: list[bool] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        ReleasedInTurn.made += 1
+
+    def close(self):
+        self.closed_on = threading.get_ident()
+        super().close()
+
+    def __del__(self):
+        ReleasedInTurn.freed_where_closed.append(
+            getattr(self, "closed_on", None) == threading.get_ident()
+        )
+
+
 gym.register("shoal-test/PointLine-v0", entry_point=PointLine, max_episode_steps=20)
 gym.register("shoal-test/PointGoal-v0", entry_point=PointGoal, max_episode_steps=50)
+gym.register("shoal-test/ReleasedInTurn-v0", entry_point=ReleasedInTurn, max_episode_steps=20)

@@ -10,10 +10,12 @@ import pytest
 
 import shoal_envs
 import shoal_test_envs  # noqa: F401  (registers the ids in this process only)
+from shoal_test_envs import ReleasedInTurn
 
 # Importable by worker processes (this directory is on sys.path under pytest).
 LINE = "shoal_test_envs:shoal-test/PointLine-v0"
 GOAL = "shoal_test_envs:shoal-test/PointGoal-v0"
+RELEASED_IN_TURN = "shoal_test_envs:shoal-test/ReleasedInTurn-v0"
 
 
 def records(run):
@@ -81,3 +83,25 @@ def test_an_env_registered_only_in_this_process_fails_naming_the_worker(tmp_path
             parallel__strategy="gather",
             parallel__backend="processes",
         )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_env_is_freed_in_the_turn_that_closes_it(tmp_path, workers):
+    # An env freed outside its turn (its last reference dropped without the
+    # GIL, so Python frees it later on whichever thread takes the GIL next)
+    # runs beside another env's call: MuJoCo's model freed beside its loader
+    # hung a run on two threads.
+    ReleasedInTurn.made = 0
+    ReleasedInTurn.freed_where_closed.clear()
+    shoal_envs.train(
+        "toy-ppo",
+        env=RELEASED_IN_TURN,
+        out=tmp_path / "run",
+        episodes=8,
+        parallel__workers=workers,
+        parallel__strategy="gather" if workers > 1 else "none",
+        parallel__backend="threads",
+    )
+    assert ReleasedInTurn.made >= workers
+    assert len(ReleasedInTurn.freed_where_closed) == ReleasedInTurn.made, "every env made was freed"
+    assert all(ReleasedInTurn.freed_where_closed), ReleasedInTurn.freed_where_closed
