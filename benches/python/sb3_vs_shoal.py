@@ -259,10 +259,11 @@ def sb3_worm(seed: int, algo: str, env_steps: int, eval_every_steps: int, eval_e
     if algo == "td3":
         # rl-baselines3-zoo hyperparams/td3.yml, Swimmer-v4 (mujoco defaults, gamma 0.9999).
         env = DummyVecEnv([lambda: Monitor(gym.make(env_id))])
+        actions = env.action_space.shape[0]
         model = TD3(
             "MlpPolicy", env, learning_starts=10_000, learning_rate=1e-3, batch_size=256,
             train_freq=1, gradient_steps=1, gamma=gamma or 0.9999,
-            action_noise=NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)),
+            action_noise=NormalActionNoise(np.zeros(actions), 0.1 * np.ones(actions)),
             policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu",
         )
     elif algo == "sac":
