@@ -18,8 +18,8 @@ For each round, in turn:
 own step (GIL hand-over, caches); the median `between` of PPO, whose
 updates come once per 2 048 steps, is the bridge and the policy together,
 an upper bound on the bridge. `step_to_step` is the training env's µs per
-step from its first step to its last, resets aside. Needs the MuJoCo extra (docs/python.md); one process on an
-otherwise idle core.
+step from its first step to its last, resets aside. Needs the MuJoCo
+extra (docs/python.md); one process on an otherwise idle core.
 """
 
 from __future__ import annotations

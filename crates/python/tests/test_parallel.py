@@ -89,8 +89,8 @@ def test_an_env_registered_only_in_this_process_fails_naming_the_worker(tmp_path
 def test_every_env_is_freed_in_the_turn_that_closes_it(tmp_path, workers):
     # An env freed outside its turn (its last reference dropped without the
     # GIL, so Python frees it later on whichever thread takes the GIL next)
-    # runs beside another env's call: MuJoCo's model freed beside its loader
-    # hung a run on two threads.
+    # runs beside another env's call, which the turn is there to prevent
+    # (MuJoCo's model freed beside its loader).
     ReleasedInTurn.made = 0
     ReleasedInTurn.freed_where_closed.clear()
     shoal_envs.train(
