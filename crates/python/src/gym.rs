@@ -139,13 +139,68 @@ pub fn take_env_error() -> Option<PyErr> {
     LAST_ENV_ERROR.lock().ok()?.take()
 }
 
-/// `error` as [`Error::Env`] naming the env; the exception is kept.
-fn env_error(id: &str, what: &str, error: PyErr) -> Error {
+/// Runs one call into an env in its turn ([`with_python`]). A Python
+/// exception becomes [`Error::Env`] naming the env and what it was doing,
+/// and is kept for `train` to raise ([`take_env_error`]); both inside the
+/// turn, so the exception it replaces is freed there too.
+fn env_call<T>(
+    id: &str,
+    what: &str,
+    call: impl for<'py> FnOnce(Python<'py>) -> PyResult<T>,
+) -> Result<T> {
+    with_python(|py| call(py).map_err(|error| keep_env_error(py, id, what, error)))
+}
+
+/// `error` as [`Error::Env`]; the exception is kept with its frames'
+/// locals cleared ([`release_frames`]).
+fn keep_env_error(py: Python<'_>, id: &str, what: &str, error: PyErr) -> Error {
     let message = error.to_string().replace('\n', " ");
-    if let Ok(mut slot) = LAST_ENV_ERROR.lock() {
-        *slot = Some(error);
-    }
+    release_frames(py, &error);
+    let replaced = LAST_ENV_ERROR
+        .lock()
+        .ok()
+        .and_then(|mut slot| slot.replace(error));
+    // Freed here, with the GIL and in the turn, not under the slot's lock.
+    drop(replaced);
     Error::Env(format!("gymnasium env `{id}`: {what}: {message}"))
+}
+
+/// Most exceptions of one chain (`__cause__`, `__context__`) whose frames
+/// [`release_frames`] clears.
+const MAX_CHAINED_EXCEPTIONS: usize = 16;
+
+/// Clears the locals of every frame in `error`'s traceback and its chained
+/// exceptions' (`traceback.clear_frames`), keeping the traceback's lines.
+/// Those locals hold the env itself (`self` in its `step`, the half-built
+/// env in `gymnasium.make`): kept with the exception, the env would outlive
+/// its `close` and be freed wherever Python drops the exception, outside
+/// any turn, beside another env's call.
+fn release_frames(py: Python<'_>, error: &PyErr) {
+    let Ok(clear_frames) = py
+        .import("traceback")
+        .and_then(|module| module.getattr("clear_frames"))
+    else {
+        return;
+    };
+    let mut tracebacks: Vec<Bound<'_, PyAny>> = error.traceback(py).map(Bound::into_any).into_iter().collect();
+    let mut exceptions = vec![error.value(py).clone().into_any()];
+    for _ in 0..MAX_CHAINED_EXCEPTIONS {
+        let Some(exception) = exceptions.pop() else {
+            break;
+        };
+        for link in ["__traceback__", "__cause__", "__context__"] {
+            match exception.getattr(link) {
+                Ok(value) if value.is_none() => {}
+                Ok(value) if link == "__traceback__" => tracebacks.push(value),
+                Ok(value) => exceptions.push(value),
+                Err(_) => {}
+            }
+        }
+    }
+    for traceback in tracebacks {
+        // Frames still running refuse (RuntimeError); these have all returned.
+        let _ = clear_frames.call1((traceback,));
+    }
 }
 
 /// Settings of the `gymnasium` and `gymnasium-goal` env kinds.
@@ -218,7 +273,7 @@ impl GymEnv {
         }
         let kwargs = serde_json::to_value(&settings.kwargs)
             .map_err(|e| Error::Config(format!("env.kwargs: {e}")))?;
-        let built = with_python(|py| -> PyResult<Result<Self>> {
+        env_call(&settings.id, "building it", |py| -> PyResult<Result<Self>> {
             let kwargs = to_py(py, &kwargs)?;
             let kwargs = kwargs.cast_into::<PyDict>()?;
             let env = py
@@ -273,8 +328,7 @@ impl GymEnv {
                 goal_layout,
                 failed_reset: None,
             }))
-        });
-        built.map_err(|e| env_error(&settings.id, "building it", e))?
+        })?
     }
 
     /// A Python observation (a `Box` array, or the goal `Dict`) as shoal's
@@ -328,7 +382,7 @@ impl Env for GymEnv {
     }
 
     fn reset(&mut self, seed: Option<u64>) -> Vec<f32> {
-        let result = with_python(|py| -> PyResult<Vec<f32>> {
+        let result = env_call(&self.id, "reset", |py| -> PyResult<Vec<f32>> {
             let kwargs = PyDict::new(py);
             kwargs.set_item("seed", seed)?;
             let out = self.env.bind(py).call_method("reset", (), Some(&kwargs))?;
@@ -343,7 +397,7 @@ impl Env for GymEnv {
             Err(e) => {
                 // `reset` cannot fail in shoal's Env: the error waits for the
                 // next step, and the observation is NaN so nothing learns from it.
-                self.failed_reset = Some(env_error(&self.id, "reset", e));
+                self.failed_reset = Some(e);
                 vec![f32::NAN; self.observation_space.dim()]
             }
         }
@@ -354,7 +408,7 @@ impl Env for GymEnv {
             return Err(error);
         }
         let action = self.action_space.validate(action, true)?;
-        let result = with_python(|py| -> PyResult<Step> {
+        let step = env_call(&self.id, "step", |py| -> PyResult<Step> {
             let array =
                 numpy::PyArray1::from_slice(py, &action).reshape(self.action_shape.clone())?;
             let out = self.env.bind(py).call_method1("step", (array,))?;
@@ -383,8 +437,7 @@ impl Env for GymEnv {
                 truncated,
                 info,
             })
-        });
-        let step = result.map_err(|e| env_error(&self.id, "step", e))?;
+        })?;
         if !step.reward.is_finite() {
             return Err(Error::Env(format!(
                 "gymnasium env `{}`: step returned the reward {}",
@@ -441,7 +494,7 @@ impl GymGoalEnv {
     fn python_rewards(&self, achieved: &[f32], desired: &[f32]) -> Result<Vec<f32>> {
         let env = &self.0;
         let rows = achieved.len() / self.goal_dim();
-        let rewards = with_python(|py| -> PyResult<Vec<f32>> {
+        env_call(&env.id, "compute_reward", |py| -> PyResult<Vec<f32>> {
             let unwrapped = env.env.bind(py).getattr("unwrapped")?;
             let info = PyDict::new(py);
             let out = unwrapped.call_method1(
@@ -463,8 +516,7 @@ impl GymGoalEnv {
                 )));
             }
             Ok(view.as_array().iter().copied().collect())
-        });
-        rewards.map_err(|e| env_error(&env.id, "compute_reward", e))
+        })
     }
 }
 

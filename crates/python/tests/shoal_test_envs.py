@@ -89,6 +89,17 @@ class ReleasedInTurn(PointLine):
         )
 
 
+class RaisesInStep(ReleasedInTurn):
+    """ReleasedInTurn whose third step raises: the exception's traceback
+    holds the env (``self`` in ``step``'s frame)."""
+
+    def step(self, action):
+        if self.t == 2:
+            raise ArithmeticError("the env's own failure")
+        return super().step(action)
+
+
 gym.register("shoal-test/PointLine-v0", entry_point=PointLine, max_episode_steps=20)
 gym.register("shoal-test/PointGoal-v0", entry_point=PointGoal, max_episode_steps=50)
 gym.register("shoal-test/ReleasedInTurn-v0", entry_point=ReleasedInTurn, max_episode_steps=20)
+gym.register("shoal-test/RaisesInStep-v0", entry_point=RaisesInStep, max_episode_steps=20)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 
 import pytest
 
@@ -16,6 +17,7 @@ from shoal_test_envs import ReleasedInTurn
 LINE = "shoal_test_envs:shoal-test/PointLine-v0"
 GOAL = "shoal_test_envs:shoal-test/PointGoal-v0"
 RELEASED_IN_TURN = "shoal_test_envs:shoal-test/ReleasedInTurn-v0"
+RAISES_IN_STEP = "shoal_test_envs:shoal-test/RaisesInStep-v0"
 
 
 def records(run):
@@ -103,5 +105,30 @@ def test_every_env_is_freed_in_the_turn_that_closes_it(tmp_path, workers):
         parallel__backend="threads",
     )
     assert ReleasedInTurn.made >= workers
+    assert len(ReleasedInTurn.freed_where_closed) == ReleasedInTurn.made, "every env made was freed"
+    assert all(ReleasedInTurn.freed_where_closed), ReleasedInTurn.freed_where_closed
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_env_that_raises_is_freed_in_its_turn_too(tmp_path, workers):
+    # The exception kept for the caller holds the failed env in its
+    # traceback's frames (`self` in `step`); kept as it was, the env would
+    # outlive its close and be freed wherever Python drops the exception.
+    ReleasedInTurn.made = 0
+    ReleasedInTurn.freed_where_closed.clear()
+    with pytest.raises(RuntimeError, match="RaisesInStep-v0`: step") as raised:
+        shoal_envs.train(
+            "toy-ppo",
+            env=RAISES_IN_STEP,
+            out=tmp_path / "run",
+            episodes=8,
+            parallel__workers=workers,
+            parallel__strategy="gather" if workers > 1 else "none",
+            parallel__backend="threads",
+        )
+    cause = raised.value.__cause__
+    assert isinstance(cause, ArithmeticError)
+    # The traceback still shows where the env failed.
+    assert "raise ArithmeticError" in "".join(traceback.format_exception(cause))
     assert len(ReleasedInTurn.freed_where_closed) == ReleasedInTurn.made, "every env made was freed"
     assert all(ReleasedInTurn.freed_where_closed), ReleasedInTurn.freed_where_closed
