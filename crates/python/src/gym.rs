@@ -14,8 +14,9 @@
 //! model loader does, and is not thread-safe).
 //!
 //! A Python exception inside the env becomes [`Error::Env`] with its text;
-//! the exception itself is kept ([`take_env_error`]) so `shoal_envs.train`
-//! raises it as the cause, traceback and all.
+//! the exception itself is kept ([`take_env_error`], its frames' locals
+//! cleared inside the turn) so `shoal_envs.train` raises it as the cause,
+//! traceback and all.
 
 use std::sync::{Condvar, Mutex, PoisonError};
 
@@ -182,7 +183,11 @@ fn release_frames(py: Python<'_>, error: &PyErr) {
     else {
         return;
     };
-    let mut tracebacks: Vec<Bound<'_, PyAny>> = error.traceback(py).map(Bound::into_any).into_iter().collect();
+    let mut tracebacks: Vec<Bound<'_, PyAny>> = error
+        .traceback(py)
+        .map(Bound::into_any)
+        .into_iter()
+        .collect();
     let mut exceptions = vec![error.value(py).clone().into_any()];
     for _ in 0..MAX_CHAINED_EXCEPTIONS {
         let Some(exception) = exceptions.pop() else {
@@ -273,62 +278,67 @@ impl GymEnv {
         }
         let kwargs = serde_json::to_value(&settings.kwargs)
             .map_err(|e| Error::Config(format!("env.kwargs: {e}")))?;
-        env_call(&settings.id, "building it", |py| -> PyResult<Result<Self>> {
-            let kwargs = to_py(py, &kwargs)?;
-            let kwargs = kwargs.cast_into::<PyDict>()?;
-            let env = py
-                .import("gymnasium")?
-                .call_method("make", (&id,), Some(&kwargs))?;
-            let (low, high, action_shape) = box_bounds(&env.getattr("action_space")?)?;
-            if let Some(i) = (0..low.len()).find(|&i| !(low[i].is_finite() && high[i].is_finite()))
-            {
-                return Ok(Err(Error::Config(format!(
-                    "gymnasium env `{id}`: action component {i} is bounded by [{}, {}]; shoal's \
-                     learners need finite action bounds",
-                    low[i], high[i]
-                ))));
-            }
-            let action_space = Space::new(low, high);
-            let observation = env.getattr("observation_space")?;
-            let (observation_space, goal_layout) = if goal {
-                let mut low = Vec::new();
-                let mut high = Vec::new();
-                let mut widths = [0; 3];
-                for (width, key) in widths.iter_mut().zip(GOAL_KEYS) {
-                    let part = observation.get_item(key).map_err(|_| {
-                        pyo3::exceptions::PyTypeError::new_err(format!(
-                            "a goal env's observation space is a Dict with `{}`; got {}",
-                            GOAL_KEYS.join("`, `"),
-                            observation.str().map(|s| s.to_string()).unwrap_or_default()
-                        ))
-                    })?;
-                    let (l, h, _) = box_bounds(&part)?;
-                    *width = l.len();
-                    low.extend(l);
-                    high.extend(h);
-                }
-                if widths[1] != widths[2] || widths[1] == 0 {
+        env_call(
+            &settings.id,
+            "building it",
+            |py| -> PyResult<Result<Self>> {
+                let kwargs = to_py(py, &kwargs)?;
+                let kwargs = kwargs.cast_into::<PyDict>()?;
+                let env = py
+                    .import("gymnasium")?
+                    .call_method("make", (&id,), Some(&kwargs))?;
+                let (low, high, action_shape) = box_bounds(&env.getattr("action_space")?)?;
+                if let Some(i) =
+                    (0..low.len()).find(|&i| !(low[i].is_finite() && high[i].is_finite()))
+                {
                     return Ok(Err(Error::Config(format!(
-                        "gymnasium env `{id}`: achieved_goal has {} components and desired_goal \
-                         {}; they must be equal and non-empty",
-                        widths[1], widths[2]
+                        "gymnasium env `{id}`: action component {i} is bounded by [{}, {}]; shoal's \
+                     learners need finite action bounds",
+                        low[i], high[i]
                     ))));
                 }
-                (Space::new(low, high), Some(widths))
-            } else {
-                let (low, high, _) = box_bounds(&observation)?;
-                (Space::new(low, high), None)
-            };
-            Ok(Ok(GymEnv {
-                id: id.clone(),
-                env: env.unbind(),
-                observation_space,
-                action_space,
-                action_shape,
-                goal_layout,
-                failed_reset: None,
-            }))
-        })?
+                let action_space = Space::new(low, high);
+                let observation = env.getattr("observation_space")?;
+                let (observation_space, goal_layout) = if goal {
+                    let mut low = Vec::new();
+                    let mut high = Vec::new();
+                    let mut widths = [0; 3];
+                    for (width, key) in widths.iter_mut().zip(GOAL_KEYS) {
+                        let part = observation.get_item(key).map_err(|_| {
+                            pyo3::exceptions::PyTypeError::new_err(format!(
+                                "a goal env's observation space is a Dict with `{}`; got {}",
+                                GOAL_KEYS.join("`, `"),
+                                observation.str().map(|s| s.to_string()).unwrap_or_default()
+                            ))
+                        })?;
+                        let (l, h, _) = box_bounds(&part)?;
+                        *width = l.len();
+                        low.extend(l);
+                        high.extend(h);
+                    }
+                    if widths[1] != widths[2] || widths[1] == 0 {
+                        return Ok(Err(Error::Config(format!(
+                            "gymnasium env `{id}`: achieved_goal has {} components and desired_goal \
+                         {}; they must be equal and non-empty",
+                            widths[1], widths[2]
+                        ))));
+                    }
+                    (Space::new(low, high), Some(widths))
+                } else {
+                    let (low, high, _) = box_bounds(&observation)?;
+                    (Space::new(low, high), None)
+                };
+                Ok(Ok(GymEnv {
+                    id: id.clone(),
+                    env: env.unbind(),
+                    observation_space,
+                    action_space,
+                    action_shape,
+                    goal_layout,
+                    failed_reset: None,
+                }))
+            },
+        )?
     }
 
     /// A Python observation (a `Box` array, or the goal `Dict`) as shoal's
