@@ -87,26 +87,36 @@ def test_an_env_registered_only_in_this_process_fails_naming_the_worker(tmp_path
         )
 
 
+def train_counting_frees(env, out, workers):
+    """`toy-ppo` for 8 episodes on `env` (a ReleasedInTurn) with `workers`
+    threads, the count of envs made and freed starting from zero."""
+    ReleasedInTurn.made = 0
+    ReleasedInTurn.freed_where_closed.clear()
+    shoal_envs.train(
+        "toy-ppo",
+        env=env,
+        out=out,
+        episodes=8,
+        parallel__workers=workers,
+        parallel__strategy="gather" if workers > 1 else "none",
+        parallel__backend="threads",
+    )
+
+
+def assert_each_env_freed_where_closed():
+    assert len(ReleasedInTurn.freed_where_closed) == ReleasedInTurn.made, "every env made was freed"
+    assert all(ReleasedInTurn.freed_where_closed), ReleasedInTurn.freed_where_closed
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_every_env_is_freed_in_the_turn_that_closes_it(tmp_path, workers):
     # An env freed outside its turn (its last reference dropped without the
     # GIL, so Python frees it later on whichever thread takes the GIL next)
     # runs beside another env's call, which the turn is there to prevent
     # (MuJoCo's model freed beside its loader).
-    ReleasedInTurn.made = 0
-    ReleasedInTurn.freed_where_closed.clear()
-    shoal_envs.train(
-        "toy-ppo",
-        env=RELEASED_IN_TURN,
-        out=tmp_path / "run",
-        episodes=8,
-        parallel__workers=workers,
-        parallel__strategy="gather" if workers > 1 else "none",
-        parallel__backend="threads",
-    )
+    train_counting_frees(RELEASED_IN_TURN, tmp_path / "run", workers)
     assert ReleasedInTurn.made >= workers
-    assert len(ReleasedInTurn.freed_where_closed) == ReleasedInTurn.made, "every env made was freed"
-    assert all(ReleasedInTurn.freed_where_closed), ReleasedInTurn.freed_where_closed
+    assert_each_env_freed_where_closed()
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -114,21 +124,10 @@ def test_an_env_that_raises_is_freed_in_its_turn_too(tmp_path, workers):
     # The exception kept for the caller holds the failed env in its
     # traceback's frames (`self` in `step`); kept as it was, the env would
     # outlive its close and be freed wherever Python drops the exception.
-    ReleasedInTurn.made = 0
-    ReleasedInTurn.freed_where_closed.clear()
     with pytest.raises(RuntimeError, match="RaisesInStep-v0`: step") as raised:
-        shoal_envs.train(
-            "toy-ppo",
-            env=RAISES_IN_STEP,
-            out=tmp_path / "run",
-            episodes=8,
-            parallel__workers=workers,
-            parallel__strategy="gather" if workers > 1 else "none",
-            parallel__backend="threads",
-        )
+        train_counting_frees(RAISES_IN_STEP, tmp_path / "run", workers)
     cause = raised.value.__cause__
     assert isinstance(cause, ArithmeticError)
     # The traceback still shows where the env failed.
     assert "raise ArithmeticError" in "".join(traceback.format_exception(cause))
-    assert len(ReleasedInTurn.freed_where_closed) == ReleasedInTurn.made, "every env made was freed"
-    assert all(ReleasedInTurn.freed_where_closed), ReleasedInTurn.freed_where_closed
+    assert_each_env_freed_where_closed()
