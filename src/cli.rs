@@ -46,6 +46,12 @@ pub enum Command {
         /// a number N (`ckpt-N`).
         #[arg(long, default_value = "latest")]
         checkpoint: String,
+        /// Reset seed of the first episode (episode i resets with SEED + i).
+        /// Default: the run's evaluation seed, so the episodes are those of
+        /// the run's own evaluations; another seed plays episodes the run
+        /// never evaluated on, held out from the choice of `best`.
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Write PNG learning curves of one or more runs.
     Plot {
@@ -187,10 +193,10 @@ pub fn config(args: &ConfigArgs) -> Result<()> {
 }
 
 /// `shoal eval`.
-pub fn eval(run_dir: &Path, episodes: usize, checkpoint: &str) -> Result<()> {
+pub fn eval(run_dir: &Path, episodes: usize, checkpoint: &str, seed: Option<u64>) -> Result<()> {
     check_episodes_flag(episodes, MAX_EVAL_EPISODES)?;
     let (cfg, mut learner) = load_run(run_dir, &parse_checkpoint(checkpoint)?)?;
-    let report = learner.evaluate(episodes, eval_seed(&cfg))?;
+    let report = learner.evaluate(episodes, seed.unwrap_or_else(|| eval_seed(&cfg)))?;
     println!(
         "{}",
         serde_json::to_string_pretty(&report).expect("report is JSON")

@@ -27,7 +27,8 @@ fn main() -> ExitCode {
             run_dir,
             episodes,
             checkpoint,
-        } => cli::eval(&run_dir, episodes, &checkpoint),
+            seed,
+        } => cli::eval(&run_dir, episodes, &checkpoint, seed),
         Command::Plot { run_dirs, out } => cli::plot(&run_dirs, out.as_deref()),
         Command::Render {
             run_dir,

@@ -95,6 +95,35 @@ fn the_best_evaluated_model_is_kept_and_eval_repeats_its_evaluation() {
     };
     assert_eq!(eval("best"), best_return);
     assert_eq!(eval("latest"), last);
+    // `--seed` plays other episodes: the run's evaluation seed repeats the
+    // run's own evaluation, a held-out one does not.
+    let eval_seeded = |seed: &str| {
+        let out = shoal_args(
+            &[
+                "eval",
+                "run",
+                "--episodes",
+                "4",
+                "--checkpoint",
+                "best",
+                "--seed",
+                seed,
+            ],
+            &dir,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["return_mean"]
+            .as_f64()
+            .unwrap()
+    };
+    let config: toml::Table = std::fs::read_to_string(run.join("config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let run_seed = config["seed"].as_integer().unwrap() as u64;
+    let own_seed = shoal_rl_run::eval_seed(run_seed).to_string();
+    assert_eq!(eval_seeded(&own_seed), best_return);
+    assert_ne!(eval_seeded("1"), best_return);
     let bad = shoal_args(&["eval", "run", "--checkpoint", "runs/x"], &dir);
     assert_clean_failure(
         &bad,
