@@ -42,7 +42,7 @@ use shoal_rl_parallel::Backend;
 use shoal_rl_run::projection::{IterationCost, Latency, iteration_cost, project};
 
 use crate::bench::bench_in_process;
-use crate::train::Registries;
+use crate::config::ParallelConfig;
 
 /// The report's JSON, beside the runs.
 pub const SCALE_FILE: &str = "scale.json";
@@ -99,10 +99,25 @@ struct ProfiledRun {
     wall_s: f64,
 }
 
+/// What `scale` reads of a run's `config.toml`: its seed and parallel
+/// settings, not its env or learner, so runs on envs this binary cannot
+/// build (a Gymnasium env trained from Python) project too.
+#[derive(serde::Deserialize)]
+struct ScaledConfig {
+    seed: u64,
+    #[serde(default)]
+    parallel: ParallelConfig,
+}
+
 fn load_run(dir: &Path) -> Result<ProfiledRun> {
     let run = RunDir::new(dir);
-    let config = Registries::default()
-        .from_toml(&run.read_config()?, &run.config().display().to_string())?;
+    let config: ScaledConfig = toml::from_str(&run.read_config()?).map_err(|e| {
+        Error::Config(format!(
+            "{} is malformed: {}",
+            run.config().display(),
+            e.message()
+        ))
+    })?;
     let Summary {
         wall_s,
         extra: summary,
@@ -666,6 +681,77 @@ mod tests {
         assert_eq!(project(&iterations, latency, Some(9)).1, Some(total));
         assert_eq!(project(&iterations, latency, None).1, None);
         assert_eq!(project(&iterations, latency, Some(13)).1, None);
+    }
+
+    /// A finished two-worker run on `processes` of an env only Python
+    /// can build, as `shoal_envs.train` writes it.
+    fn gymnasium_run(dir: &Path, config: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+        std::fs::write(
+            dir.join("summary.json"),
+            r#"{"episodes": 8, "env_steps": 400, "wall_s": 3.5, "eval_episodes": 20,
+                "episodes_to_target": 8, "target_metric": "eval/success_rate"}"#,
+        )
+        .unwrap();
+        let iteration = |episode: u64| {
+            serde_json::json!({
+                "kind": "iteration", "episode": episode, "env_steps": episode * 50,
+                "wall_s": episode as f64 / 2.0, "charts/updates": episode * 10,
+                "time/compute_cpu_s": [0.5, 0.75], "time/all_reduces": 40,
+                "time/all_reduce_values": 4000, "time/other_collectives": 1,
+                "time/other_bytes": 64,
+            })
+        };
+        let eval = serde_json::json!({
+            "kind": "eval", "episode": 8, "env_steps": 400, "wall_s": 4.0,
+            "eval/success_rate": 0.95,
+        });
+        let lines = [iteration(4), iteration(8), eval].map(|r| r.to_string());
+        std::fs::write(dir.join("metrics.jsonl"), lines.join("\n") + "\n").unwrap();
+    }
+
+    #[test]
+    fn a_run_on_an_env_this_binary_cannot_build_is_read_for_its_parallel_settings() {
+        let dir = std::env::temp_dir().join(format!("shoal-scale-gym-{}", std::process::id()));
+        let run = dir.join("run");
+        gymnasium_run(
+            &run,
+            r#"preset = "ddpg-FetchPush-v4"
+seed = 3
+
+[env]
+kind = "gymnasium-goal"
+id = "gymnasium_robotics:FetchPush-v4"
+
+[algo]
+kind = "ddpg"
+
+[parallel]
+workers = 2
+backend = "processes"
+strategy = "averaging"
+profile = true
+"#,
+        );
+        let read = load_run(&run).unwrap();
+        assert_eq!((read.seed, read.workers), (3, 2));
+        assert_eq!(read.backend, Backend::Processes);
+        assert_eq!(read.iterations.len(), 2);
+        assert_eq!(read.iterations[1].compute_s, 0.75);
+        // Evaluations against episodes per worker.
+        assert_eq!(read.curve, vec![(4.0, 0.95)]);
+        assert_eq!(read.updates_to_target, Some(80));
+
+        std::fs::write(
+            run.join("config.toml"),
+            "preset = \"x\"\n[parallel]\nworkers = 2\n",
+        )
+        .unwrap();
+        let message = load_run(&run).unwrap_err().to_string();
+        assert!(message.contains("config.toml is malformed"), "{message}");
+        assert!(message.contains("seed"), "{message}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
