@@ -22,8 +22,10 @@
 //!   (a hopper that falls), `steps_per_rollout` sets CleanRL's step count
 //!   instead: an update then cuts the episode in hand, bootstrapping from
 //!   the value where it was cut, and the episode goes on with the new
-//!   policy. Checkpoints still fall between episodes, the steps gathered
-//!   since the last update saved with the state, so resuming stays exact;
+//!   policy; reward scaling's discounted return runs on across the cut,
+//!   as in SB3's `VecNormalize`. Checkpoints still fall between episodes,
+//!   the steps gathered since the last update (and that return) saved
+//!   with the state, so resuming stays exact;
 //!   the averaging and gathering strategies, which schedule whole episodes,
 //!   refuse it.
 //! * **Two optimisers.** Policy and value networks share no layers, so each
@@ -436,11 +438,13 @@ struct PpoState {
 
 /// The saved state's header: bumped whenever [`PpoState`] changes.
 /// Version 2 appends the steps waiting for a step-sized rollout
-/// (`Vec<Rollout>`); version 1, without them, still reads.
+/// (`Vec<Rollout>`), version 3 then the discounted return of the episode
+/// the last update cut (`f64`); versions 1 and 2 still read, as states
+/// of builds whose reward scaling began each piece of a cut episode from 0.
 const STATE_FORMAT: Format = Format {
     name: "PPO state",
     magic: *b"shoalPPO",
-    version: 2,
+    version: 3,
 };
 
 // -------------------------------------------------------------------------
@@ -480,6 +484,12 @@ pub struct Ppo<E: Env> {
     /// as finished episodes and the start of the one in hand, fewer than a
     /// rollout between calls to `learn`.
     pending: Vec<Rollout>,
+    /// With `steps_per_rollout`: the discounted return (of raw rewards) of
+    /// the episode the last update cut, where it was cut; 0 when that
+    /// update's last episode had ended. Reward scaling's running return
+    /// goes on from it in the episode's next piece, as SB3's `VecNormalize`
+    /// carries it until the episode ends.
+    cut_return: f64,
 }
 
 /// One update's data: what every minibatch draws rows from.
@@ -556,6 +566,7 @@ impl<E: Env> Ppo<E> {
             anneal_episodes: 0,
             anneal_env_steps: 0,
             pending: Vec::new(),
+            cut_return: 0.0,
         })
     }
 
@@ -710,7 +721,7 @@ impl<E: Env> Ppo<E> {
                     self.pending.push(play.cut());
                 }
                 let rollouts = std::mem::take(&mut self.pending);
-                report.scalars = self.update(&rollouts, &mut Alone)?;
+                report.scalars = self.update_ending(&rollouts, !ended, &mut Alone)?;
                 // The schedule's clock by episodes counts whole episodes,
                 // not the pieces `update` was given.
                 self.episodes_learned = self.episodes + u64::from(ended);
@@ -759,10 +770,14 @@ impl<E: Env> Ppo<E> {
     /// Rewards as the value function learns them: each episode's rewards
     /// divided by the running std of the discounted return (the batch's
     /// returns folded in first, averaged across workers through `reducer`)
-    /// and clipped to ±10, or as they came.
+    /// and clipped to ±10, or as they came. The first rollout's return
+    /// goes on from `cut_return` (the rest of an episode the last update
+    /// cut); `ends_in_cut` says the last rollout is such a cut piece, whose
+    /// return the next batch goes on from.
     fn scaled_rewards(
         &mut self,
         rollouts: &[Rollout],
+        ends_in_cut: bool,
         reducer: &mut dyn MeanReducer,
     ) -> Result<Vec<Vec<f64>>> {
         let raw = rollouts
@@ -772,8 +787,9 @@ impl<E: Env> Ppo<E> {
             return Ok(raw.collect());
         }
         let raw: Vec<Vec<f64>> = raw.collect();
-        for rewards in &raw {
-            let mut running = 0.0;
+        let mut running = 0.0;
+        for (i, rewards) in raw.iter().enumerate() {
+            running = if i == 0 { self.cut_return } else { 0.0 };
             let discounted: Vec<f32> = rewards
                 .iter()
                 .map(|r| {
@@ -783,6 +799,7 @@ impl<E: Env> Ppo<E> {
                 .collect();
             self.returns.update(&discounted)?;
         }
+        self.cut_return = if ends_in_cut { running } else { 0.0 };
         self.returns.sync(reducer)?;
         let std = self.returns.std()[0] as f64;
         Ok(raw
@@ -798,8 +815,13 @@ impl<E: Env> Ppo<E> {
 
     /// Everything the epochs learn from, computed once with the networks
     /// and statistics the rollouts were collected with.
-    fn prepare(&mut self, rollouts: &[Rollout], reducer: &mut dyn MeanReducer) -> Result<Batch> {
-        let rewards = self.scaled_rewards(rollouts, reducer)?;
+    fn prepare(
+        &mut self,
+        rollouts: &[Rollout],
+        ends_in_cut: bool,
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<Batch> {
+        let rewards = self.scaled_rewards(rollouts, ends_in_cut, reducer)?;
         let mut batch = Batch::default();
         for (rollout, rewards) in rollouts.iter().zip(&rewards) {
             let obs = self.normalized(&rollout.obs)?;
@@ -978,7 +1000,18 @@ impl<E: Env> Ppo<E> {
         rollouts: &[Rollout],
         reducer: &mut dyn MeanReducer,
     ) -> Result<Vec<(String, f64)>> {
-        let batch = self.prepare(rollouts, reducer)?;
+        self.update_ending(rollouts, false, reducer)
+    }
+
+    /// [`Ppo::update`] where the last rollout may be an episode a
+    /// step-sized rollout cut short (`ends_in_cut`), to be continued.
+    fn update_ending(
+        &mut self,
+        rollouts: &[Rollout],
+        ends_in_cut: bool,
+        reducer: &mut dyn MeanReducer,
+    ) -> Result<Vec<(String, f64)>> {
+        let batch = self.prepare(rollouts, ends_in_cut, reducer)?;
         let n = batch.len();
         let learning_rate = self.current_learning_rate(n);
         self.policy.learning_rate = learning_rate;
@@ -1139,16 +1172,25 @@ impl<E: Env> Learner for Ppo<E> {
             },
         );
         bytes.extend(postcard::to_stdvec(&self.pending).expect("plain vectors serialise"));
+        bytes.extend(postcard::to_stdvec(&self.cut_return).expect("a number serialises"));
         bytes
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<()> {
         let (version, state, rest): (_, PpoState, _) =
             STATE_FORMAT.read_since(1, bytes, &self.state_dims())?;
-        let pending: Vec<Rollout> = match version {
-            1 => Vec::new(),
-            _ => postcard::from_bytes(rest).map_err(|e| STATE_FORMAT.unreadable(&e.to_string()))?,
+        let unreadable = |e: postcard::Error| STATE_FORMAT.unreadable(&e.to_string());
+        let (pending, cut_return): (Vec<Rollout>, f64) = match version {
+            1 => (Vec::new(), 0.0),
+            2 => (postcard::from_bytes(rest).map_err(unreadable)?, 0.0),
+            _ => {
+                let (pending, rest) = postcard::take_from_bytes(rest).map_err(unreadable)?;
+                (pending, postcard::from_bytes(rest).map_err(unreadable)?)
+            }
         };
+        if !cut_return.is_finite() {
+            return Err(STATE_FORMAT.unreadable("its cut episode's return is not finite"));
+        }
         if let Some(why) = misfit(&pending, self.obs_dim, self.act_dim) {
             return Err(STATE_FORMAT.unreadable(&format!("a waiting rollout {why}")));
         }
@@ -1174,6 +1216,7 @@ impl<E: Env> Learner for Ppo<E> {
         self.updates = state.updates;
         self.episodes_learned = state.episodes_learned;
         self.pending = pending;
+        self.cut_return = cut_return;
         Ok(())
     }
 }

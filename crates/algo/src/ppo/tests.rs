@@ -206,7 +206,7 @@ fn minibatch_losses_and_gradients_match_the_paper_in_f64() {
         };
         let mut agent = toy(6, config.clone());
         let (rollouts, _) = agent.collect(2).unwrap();
-        let mut batch = agent.prepare(&rollouts, &mut Alone).unwrap();
+        let mut batch = agent.prepare(&rollouts, false, &mut Alone).unwrap();
         // Old log-densities pushed off the current ones, so every
         // branch of the clipped objective is taken: ratios e^±0.5 lie
         // outside [0.8, 1.2] and e^±0.05 inside, with advantages of
@@ -284,7 +284,7 @@ fn advantages_are_standardised_within_each_minibatch() {
         };
         let mut agent = toy(2, config);
         let (rollouts, _) = agent.collect(2).unwrap();
-        let mut batch = agent.prepare(&rollouts, &mut Alone).unwrap();
+        let mut batch = agent.prepare(&rollouts, false, &mut Alone).unwrap();
         batch
             .advantages
             .iter_mut()
@@ -454,6 +454,38 @@ fn step_sized_rollouts_update_every_n_steps_and_carry_the_rest() {
 }
 
 #[test]
+fn reward_scaling_runs_the_discounted_return_on_across_a_cut() {
+    // γ = 0.5 and rewards of 1: an episode's discounted returns are 1, 1.5,
+    // 1.75, 1.875, 1.9375, whether or not an update cuts it after step 3.
+    let config = PpoConfig {
+        gamma: 0.5,
+        ..in_steps(48)
+    };
+    let piece = |steps: usize| Rollout {
+        rewards: vec![1.0; steps],
+        ..Rollout::default()
+    };
+    let mut cut = toy(0, config.clone());
+    cut.scaled_rewards(&[piece(3)], true, &mut Alone).unwrap();
+    assert_eq!(cut.cut_return, 1.75);
+    cut.scaled_rewards(&[piece(2), piece(1)], false, &mut Alone)
+        .unwrap();
+    assert_eq!(cut.cut_return, 0.0);
+    let mut whole = toy(0, config);
+    whole
+        .scaled_rewards(&[piece(5), piece(1)], false, &mut Alone)
+        .unwrap();
+    // The returns of both episodes, as SB3's VecNormalize sees them.
+    let seen = [1.0, 1.5, 1.75, 1.875, 1.9375, 1.0_f64];
+    let mean = seen.iter().sum::<f64>() / 6.0;
+    let std = (seen.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / 6.0).sqrt();
+    for agent in [&cut, &whole] {
+        assert!((agent.returns.mean()[0] as f64 - mean).abs() < 1e-6);
+        assert!((agent.returns.std()[0] as f64 - std).abs() < 1e-5);
+    }
+}
+
+#[test]
 fn step_sized_rollouts_resume_exactly_with_the_steps_waiting() {
     let mut whole = toy(4, in_steps(50));
     let uninterrupted = whole.learn(9).unwrap();
@@ -536,4 +568,42 @@ fn a_state_of_format_version_1_still_loads() {
     let mut loaded = toy(7, fast());
     loaded.load_state(&version_1).unwrap();
     assert_eq!(loaded.save_state(), agent.save_state());
+}
+
+#[test]
+fn a_state_of_format_version_2_loads_without_a_cut_return_and_a_nan_one_is_refused() {
+    // 4 episodes of 20 steps with 50-step rollouts: the update at step 50
+    // cut episode 2, and its last 10 steps wait with episode 3.
+    let mut agent = toy(3, in_steps(50));
+    agent.learn(4).unwrap();
+    assert_eq!(agent.pending[0].len(), 10);
+    assert_ne!(agent.cut_return, 0.0);
+    let state = || PpoState {
+        policy: agent.policy.save_state(),
+        value: agent.value.save_state(),
+        observations: agent.observations.clone(),
+        returns: agent.returns.clone(),
+        episodes: agent.episodes,
+        env_steps: agent.env_steps,
+        updates: agent.updates,
+        episodes_learned: agent.episodes_learned,
+    };
+    let mut version_2 = Format {
+        version: 2,
+        ..STATE_FORMAT
+    }
+    .write(&agent.state_dims(), &state());
+    version_2.extend(postcard::to_stdvec(&agent.pending).unwrap());
+    let mut loaded = toy(7, in_steps(50));
+    loaded.load_state(&version_2).unwrap();
+    assert_eq!(loaded.pending, agent.pending);
+    assert_eq!(loaded.cut_return, 0.0);
+
+    let mut nan = STATE_FORMAT.write(&agent.state_dims(), &state());
+    nan.extend(postcard::to_stdvec(&agent.pending).unwrap());
+    nan.extend(postcard::to_stdvec(&f64::NAN).unwrap());
+    let before = loaded.save_state();
+    let err = loaded.load_state(&nan).unwrap_err().to_string();
+    assert!(err.contains("cut episode's return is not finite"), "{err}");
+    assert_eq!(loaded.save_state(), before);
 }
