@@ -544,6 +544,21 @@ fn step_sized_rollouts_are_refused_where_whole_episodes_are_scheduled() {
     assert_eq!(by_episodes.save_state(), before);
 }
 
+/// The fixed-size part of `agent`'s saved state, which every format
+/// version starts with.
+fn state_of(agent: &Ppo<PointReach>) -> PpoState {
+    PpoState {
+        policy: agent.policy.save_state(),
+        value: agent.value.save_state(),
+        observations: agent.observations.clone(),
+        returns: agent.returns.clone(),
+        episodes: agent.episodes,
+        env_steps: agent.env_steps,
+        updates: agent.updates,
+        episodes_learned: agent.episodes_learned,
+    }
+}
+
 #[test]
 fn a_state_of_format_version_1_still_loads() {
     let mut agent = toy(2, fast());
@@ -552,19 +567,7 @@ fn a_state_of_format_version_1_still_loads() {
         version: 1,
         ..STATE_FORMAT
     }
-    .write(
-        &agent.state_dims(),
-        &PpoState {
-            policy: agent.policy.save_state(),
-            value: agent.value.save_state(),
-            observations: agent.observations.clone(),
-            returns: agent.returns.clone(),
-            episodes: agent.episodes,
-            env_steps: agent.env_steps,
-            updates: agent.updates,
-            episodes_learned: agent.episodes_learned,
-        },
-    );
+    .write(&agent.state_dims(), &state_of(&agent));
     let mut loaded = toy(7, fast());
     loaded.load_state(&version_1).unwrap();
     assert_eq!(loaded.save_state(), agent.save_state());
@@ -578,28 +581,18 @@ fn a_state_of_format_version_2_loads_without_a_cut_return_and_a_nan_one_is_refus
     agent.learn(4).unwrap();
     assert_eq!(agent.pending[0].len(), 10);
     assert_ne!(agent.cut_return, 0.0);
-    let state = || PpoState {
-        policy: agent.policy.save_state(),
-        value: agent.value.save_state(),
-        observations: agent.observations.clone(),
-        returns: agent.returns.clone(),
-        episodes: agent.episodes,
-        env_steps: agent.env_steps,
-        updates: agent.updates,
-        episodes_learned: agent.episodes_learned,
-    };
     let mut version_2 = Format {
         version: 2,
         ..STATE_FORMAT
     }
-    .write(&agent.state_dims(), &state());
+    .write(&agent.state_dims(), &state_of(&agent));
     version_2.extend(postcard::to_stdvec(&agent.pending).unwrap());
     let mut loaded = toy(7, in_steps(50));
     loaded.load_state(&version_2).unwrap();
     assert_eq!(loaded.pending, agent.pending);
     assert_eq!(loaded.cut_return, 0.0);
 
-    let mut nan = STATE_FORMAT.write(&agent.state_dims(), &state());
+    let mut nan = STATE_FORMAT.write(&agent.state_dims(), &state_of(&agent));
     nan.extend(postcard::to_stdvec(&agent.pending).unwrap());
     nan.extend(postcard::to_stdvec(&f64::NAN).unwrap());
     let before = loaded.save_state();
