@@ -42,7 +42,7 @@ use shoal_rl_parallel::Backend;
 use shoal_rl_run::projection::{IterationCost, Latency, iteration_cost, project};
 
 use crate::bench::bench_in_process;
-use crate::config::ParallelConfig;
+use crate::config::{ParallelConfig, config_part};
 
 /// The report's JSON, beside the runs.
 pub const SCALE_FILE: &str = "scale.json";
@@ -111,13 +111,8 @@ struct ScaledConfig {
 
 fn load_run(dir: &Path) -> Result<ProfiledRun> {
     let run = RunDir::new(dir);
-    let config: ScaledConfig = toml::from_str(&run.read_config()?).map_err(|e| {
-        Error::Config(format!(
-            "{} is malformed: {}",
-            run.config().display(),
-            e.message()
-        ))
-    })?;
+    let config: ScaledConfig =
+        config_part(&run.read_config()?, &run.config().display().to_string())?;
     let Summary {
         wall_s,
         extra: summary,
@@ -751,6 +746,23 @@ profile = true
         let message = load_run(&run).unwrap_err().to_string();
         assert!(message.contains("config.toml is malformed"), "{message}");
         assert!(message.contains("seed"), "{message}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_written_before_per_worker_settings_still_projects() {
+        let dir = std::env::temp_dir().join(format!("shoal-scale-old-{}", std::process::id()));
+        let run = dir.join("run");
+        // `worker0_lr_scale` is what shoal wrote before `worker_lr_scales`;
+        // the CLI reads such a run's config through `migrate`, and so must
+        // `scale`, whose `[parallel]` refuses keys it does not know.
+        gymnasium_run(
+            &run,
+            "seed = 1\n[parallel]\nworkers = 2\nstrategy = \"averaging\"\n\
+             profile = true\nworker0_lr_scale = 1.0\n",
+        );
+        let read = load_run(&run).unwrap();
+        assert_eq!((read.seed, read.workers), (1, 2));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

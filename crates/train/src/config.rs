@@ -372,6 +372,29 @@ pub(crate) fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// A config file's text as a table, its old keys read as their
+/// successors ([`migrate`]); `origin` names it in errors.
+pub fn config_table(text: &str, origin: &str) -> Result<toml::Table> {
+    let mut tree: toml::Table = toml::from_str(text).map_err(|e| malformed(origin, &e))?;
+    migrate(&mut tree);
+    Ok(tree)
+}
+
+/// The keys of a config file that `T` holds, read as [`config_table`]
+/// reads the whole: for a reader that needs only part of a run's config
+/// (`shoal scale` its seed and `[parallel]`), so a config whose env or
+/// algorithm this program does not know still reads. Keys outside `T` are
+/// left alone; those inside are checked as `T` declares them.
+pub fn config_part<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    toml::Value::Table(config_table(text, origin)?)
+        .try_into()
+        .map_err(|e| malformed(origin, &e))
+}
+
+fn malformed(origin: &str, e: &toml::de::Error) -> Error {
+    Error::Config(format!("{origin} is malformed: {}", one_line(e)))
+}
+
 /// Rewrites keys that earlier versions of shoal wrote into config files as
 /// the keys that replaced them, so their run directories stay readable:
 /// `parallel.worker0_lr_scale = x` (before per-worker settings) becomes

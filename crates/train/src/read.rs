@@ -6,18 +6,8 @@ use shoal_rl_core::{Error, Result};
 use shoal_rl_registry::EnvRegistry;
 
 use crate::algos::AlgoRegistry;
-use crate::config::{RunConfig, in_context, migrate, one_line};
+use crate::config::{RunConfig, in_context, one_line};
 use crate::overrides::{apply_override_with, overridden_value};
-
-/// A config file's text as a table, its old keys read as their
-/// successors ([`migrate`]); `origin` names it in errors.
-pub(crate) fn toml_table(text: &str, origin: &str) -> Result<toml::Table> {
-    let malformed =
-        |e: toml::de::Error| Error::Config(format!("{origin} is malformed: {}", one_line(&e)));
-    let mut tree: toml::Table = toml::from_str(text).map_err(malformed)?;
-    migrate(&mut tree);
-    Ok(tree)
-}
 
 /// Puts the `algo.kind` that `overrides` name (if any, and a string) into
 /// a config's own table before it is read: the keys the table leaves out

@@ -17,12 +17,12 @@ use shoal_rl_registry::EnvRegistry;
 use shoal_rl_run::{NO_STOP_TARGET, ParallelSpec, RunSpec, STATE_BLOB};
 
 use crate::algos::AlgoRegistry;
-use crate::config::{RunConfig, in_context, is_config_file, merge};
+use crate::config::{RunConfig, config_table, in_context, is_config_file, merge};
 use crate::learners::Learners;
 use crate::plan::Plan;
 use crate::policy::TrainedPolicy;
 use crate::presets::find_preset;
-use crate::read::{read_tree, switch_algo_kind, toml_table, with_overrides};
+use crate::read::{read_tree, switch_algo_kind, with_overrides};
 use crate::strategies::{RunContext, StrategyEntry, StrategyRegistry};
 use crate::worker_rules::{Named, Share};
 
@@ -100,7 +100,7 @@ impl Registries {
         } else {
             let text = std::fs::read_to_string(source)
                 .map_err(|e| Error::io(format!("reading config {source}"), e))?;
-            let mut tree = toml_table(&text, source)?;
+            let mut tree = config_table(&text, source)?;
             switch_algo_kind(&mut tree, overrides);
             read_tree(&self.envs, &self.algos, tree)
                 .map_err(|e| in_context(&format!("{source} is malformed"), e))?
@@ -146,7 +146,7 @@ impl Registries {
     /// earlier versions wrote are read as their successors
     /// ([`migrate`](crate::config::migrate)).
     pub fn from_toml(&self, text: &str, origin: &str) -> Result<RunConfig> {
-        let tree = toml_table(text, origin)?;
+        let tree = config_table(text, origin)?;
         read_tree(&self.envs, &self.algos, tree)
             .map_err(|e| in_context(&format!("{origin} is malformed"), e))
     }
