@@ -30,9 +30,6 @@ pub(crate) fn finish_run<L: Learner + ?Sized>(
     .eval(eval.episodes as u64, eval.return_mean, eval.success_rate)
     .extra("eval_return_std", eval.return_std);
     summary = with_run_facts(summary, spec);
-    if spec.train.stop_at_target {
-        summary = summary.extra("stopped_at_target", counters.episodes < spec.train.episodes);
-    }
     let reference = recorder.reference.get().cloned();
     if let Some(reference) = &reference {
         summary = summary.extra(
@@ -50,7 +47,16 @@ pub(crate) fn finish_run<L: Learner + ?Sized>(
         }
     }
     if let Some(target) = run_target(spec, reference.map(|r| r.episode_return)) {
-        let reached = target.first_reached(&read_metrics(recorder.run.path())?);
+        let records = read_metrics(recorder.run.path())?;
+        if spec.train.stop_at_target {
+            // What ended the run, not the setting: a run that spent its
+            // budget without reaching the target ran to the end.
+            let last_eval = records.iter().rev().find(|r| r["kind"] == "eval");
+            let ended_on_target =
+                last_eval.is_some_and(|r| target.is_reached_by(r[target.metric.as_str()].as_f64()));
+            summary = summary.extra("stopped_at_target", ended_on_target);
+        }
+        let reached = target.first_reached(&records);
         summary = summary.target(&target, reached, spec.parallel.workers as u64);
     }
     summary.write(recorder.run.path())?;

@@ -271,6 +271,19 @@ fn summary_says_where_the_run_first_reached_its_target() {
     let (_, summary) = train("never", &["train.target_return=1e9"]);
     assert!(summary["episodes_to_target"].is_null());
     assert!(summary["wall_s_to_target"].is_null());
+    assert!(summary.get("stopped_at_target").is_none(), "{summary}");
+    // Asked to stop there, it still runs its whole budget (here the
+    // env-step one, spent before the 400 episodes) and says so.
+    let (_, summary) = train(
+        "never-stopped",
+        &[
+            "train.target_return=1e9",
+            "train.stop_at_target=true",
+            "train.env_steps=2000",
+        ],
+    );
+    assert!(summary["episodes"].as_u64().unwrap() < 400, "{summary}");
+    assert_eq!(summary["stopped_at_target"], false, "{summary}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
