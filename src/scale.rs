@@ -24,9 +24,11 @@
 //! model.
 //!
 //! Efficiency is `(T_base · base workers) / (T_N · N)` against the fewest
-//! workers in the sweep: once from the medians, and once seed by seed
-//! (each run against the run of its seed), whose median and range say how
-//! much of it is one lucky seed.
+//! workers in the sweep: once from the medians over the seeds both worker
+//! counts brought to the target (a count run on fewer seeds is not set
+//! against other seeds' times), and once seed by seed (each run against
+//! the run of its seed), whose median and range say how much of it is one
+//! lucky seed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -201,8 +203,10 @@ fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<()> {
 pub struct ScaleRow {
     /// Workers.
     pub workers: usize,
-    /// Runs (seeds).
+    /// Runs.
     pub runs: usize,
+    /// The seed of each run, in the order of the lists below.
+    pub seeds: Vec<u64>,
     /// Runs that reached the target.
     pub reached: usize,
     /// Episodes per worker to the target, by run (`None`: not reached).
@@ -487,6 +491,7 @@ fn scale_row(
     ScaleRow {
         workers,
         runs: group.len(),
+        seeds: group.iter().map(|r| r.seed).collect(),
         reached: group
             .iter()
             .filter(|r| r.episodes_to_target.is_some())
@@ -552,8 +557,36 @@ fn median_latency(rounds: &[Latency]) -> Latency {
     }
 }
 
+/// `(seed, projected seconds to the target)` of each of `row`'s runs.
+fn projected_by_seed(row: &ScaleRow) -> Vec<(u64, Option<f64>)> {
+    row.seeds
+        .iter()
+        .copied()
+        .zip(row.projected_s_to_target.iter().copied())
+        .collect()
+}
+
+/// `base_workers · median(T_base) / median(T)` over the seeds that reached
+/// the target in both `base` and `runs`; `None` when no seed did. Medians
+/// over different seeds would set one seed's luck against another's.
+fn speedup_on_shared_seeds(
+    base: &[(u64, Option<f64>)],
+    base_workers: usize,
+    runs: &[(u64, Option<f64>)],
+) -> Option<f64> {
+    let (before, after): (Vec<f64>, Vec<f64>) = runs
+        .iter()
+        .filter_map(|&(seed, projected)| {
+            let base_s = base.iter().find(|(s, _)| *s == seed)?.1?;
+            Some((base_s, projected?))
+        })
+        .unzip();
+    Some(median(&before)? / median(&after)? * base_workers as f64)
+}
+
 /// The printed table: medians and ranges over seeds, the speedup and the
-/// efficiency against the fewest workers' projected median.
+/// efficiency against the fewest workers over the seeds both reached the
+/// target with.
 fn table(rows: &[ScaleRow]) -> shoal_rl_eval::ComparisonTable {
     let columns = [
         "workers",
@@ -572,16 +605,15 @@ fn table(rows: &[ScaleRow]) -> shoal_rl_eval::ComparisonTable {
     ];
     let base = rows
         .first()
-        .and_then(|row| Some((row.workers as f64, row.median_projected()?)));
+        .map(|row| (row.workers, projected_by_seed(row)));
     let rows = rows
         .iter()
         .map(|row| {
             let flat =
                 |values: &[Option<f64>]| -> Vec<f64> { values.iter().flatten().copied().collect() };
-            let speedup = match (base, row.median_projected()) {
-                (Some((base_workers, base_s)), Some(s)) => Some(base_s / s * base_workers),
-                _ => None,
-            };
+            let speedup = base.as_ref().and_then(|(base_workers, base)| {
+                speedup_on_shared_seeds(base, *base_workers, &projected_by_seed(row))
+            });
             let ratios: Vec<f64> = row
                 .measured_s_to_target
                 .iter()
@@ -642,6 +674,21 @@ mod tests {
             other_collectives: other,
             other_bytes: other * 4 * 11,
         }
+    }
+
+    #[test]
+    fn speedup_sets_each_count_against_the_same_seeds() {
+        // Two workers on seeds 0 and 1 (100 s, 200 s), eight on seed 1
+        // alone (50 s): against seed 1's 200 s, 2 · 200 / 50 = 8; the
+        // medians over all seeds would say 2 · 150 / 50 = 6.
+        let base = [(0, Some(100.0)), (1, Some(200.0))];
+        assert_eq!(speedup_on_shared_seeds(&base, 2, &[(1, Some(50.0))]), Some(8.0));
+        // A seed either count missed the target with is left out of both.
+        let base = [(0, Some(100.0)), (1, None), (2, Some(300.0))];
+        let runs = [(0, Some(25.0)), (1, Some(40.0)), (2, None)];
+        assert_eq!(speedup_on_shared_seeds(&base, 2, &runs), Some(8.0));
+        // No seed in common: no figure rather than a cross-seed one.
+        assert_eq!(speedup_on_shared_seeds(&base, 2, &[(5, Some(1.0))]), None);
     }
 
     #[test]

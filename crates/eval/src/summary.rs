@@ -126,6 +126,12 @@ impl Target {
         score.is_some_and(|v| v >= self.value)
     }
 
+    /// Whether the metrics record `record` (an `eval` record as
+    /// [`crate::read_metrics`] returns it) reaches the target.
+    pub fn is_reached_in(&self, record: &Value) -> bool {
+        self.is_reached_by(record[self.metric.as_str()].as_f64())
+    }
+
     /// The first `eval` record of `records` (as [`crate::read_metrics`]
     /// returns them, in order) that reaches the target; `None` if none does.
     /// A record's `eval_env_steps` (absent: 0) counts toward its env steps.
@@ -147,7 +153,7 @@ impl Target {
         records
             .iter()
             .filter(|r| r["kind"] == "eval")
-            .find(|r| self.is_reached_by(r[self.metric.as_str()].as_f64()))
+            .find(|r| self.is_reached_in(r))
             .map(|r| TargetReached {
                 episodes: r["episode"].as_u64().unwrap_or(0),
                 env_steps: r["env_steps"].as_u64().unwrap_or(0)

@@ -52,8 +52,7 @@ pub(crate) fn finish_run<L: Learner + ?Sized>(
             // What ended the run, not the setting: a run that spent its
             // budget without reaching the target ran to the end.
             let last_eval = records.iter().rev().find(|r| r["kind"] == "eval");
-            let ended_on_target =
-                last_eval.is_some_and(|r| target.is_reached_by(r[target.metric.as_str()].as_f64()));
+            let ended_on_target = last_eval.is_some_and(|r| target.is_reached_in(r));
             summary = summary.extra("stopped_at_target", ended_on_target);
         }
         let reached = target.first_reached(&records);
