@@ -141,3 +141,22 @@ def test_the_packaged_mujoco_sac_preset_warms_up_in_env_steps(tmp_path):
     trained = [r for r in rows if "losses/critic" in r]
     assert trained, "it trained once the warm-up was over"
     assert all(r["env_steps"] > 200 for r in trained)
+
+
+def test_the_packaged_mujoco_td3_preset_is_the_zoos_td3_with_tanhs_own_gradient(tmp_path):
+    import tomllib
+
+    assert "mujoco-td3" in shoal_envs.packaged_presets()
+    run = shoal_envs.train(
+        "mujoco-td3", out=tmp_path / "run", steps=300,
+        algo__warmup_steps=200, algo__hidden=[32, 32], algo__batch_size=32,
+    )
+    config = tomllib.loads((run / "config.toml").read_text())
+    assert config["env"]["id"] == "Hopper-v5"
+    algo = config["algo"]
+    assert (algo["kind"], algo["bound_gradient"], algo["policy_delay"]) == ("td3", "tanh", 2)
+    assert (algo["gamma"], algo["noise_eps"], algo["learning_starts"]) == (0.99, 0.1, 0)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    trained = [r for r in rows if "losses/critic" in r]
+    assert trained, "it trained once the warm-up was over"
+    assert all(r["env_steps"] > 200 for r in trained)
