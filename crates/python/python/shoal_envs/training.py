@@ -55,8 +55,9 @@ def train(
     """Trains ``preset`` (a preset name or a ``config.toml`` path) and returns the run directory.
 
     The names are the ``shoal`` binary's presets and this package's own
-    for Gymnasium's tasks (``packaged_presets()``: ``mujoco-ppo``, PPO for
-    the MuJoCo locomotion tasks, Hopper-v5 unless ``env`` names another).
+    for Gymnasium's tasks (``packaged_presets()``: ``mujoco-ppo``,
+    ``mujoco-sac`` and ``mujoco-td3`` for the MuJoCo locomotion tasks,
+    each on its default task unless ``env`` names another).
 
     ``env``: a Gymnasium id (``"Pendulum-v1"``, ``"my_package:MyEnv-v0"``)
     trained instead of the preset's env, made with ``gymnasium.make(env,
