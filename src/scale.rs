@@ -682,7 +682,10 @@ mod tests {
         // alone (50 s): against seed 1's 200 s, 2 · 200 / 50 = 8; the
         // medians over all seeds would say 2 · 150 / 50 = 6.
         let base = [(0, Some(100.0)), (1, Some(200.0))];
-        assert_eq!(speedup_on_shared_seeds(&base, 2, &[(1, Some(50.0))]), Some(8.0));
+        assert_eq!(
+            speedup_on_shared_seeds(&base, 2, &[(1, Some(50.0))]),
+            Some(8.0)
+        );
         // A seed either count missed the target with is left out of both.
         let base = [(0, Some(100.0)), (1, None), (2, Some(300.0))];
         let runs = [(0, Some(25.0)), (1, Some(40.0)), (2, None)];
