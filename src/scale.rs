@@ -315,21 +315,13 @@ pub fn scale(args: &ScaleArgs) -> Result<()> {
         .collect();
     // Every run against the run of its seed with the fewest workers.
     let base_workers = rows[0].workers as f64;
-    let base: Vec<(u64, Option<f64>)> = by_workers
-        .values()
-        .next()
-        .into_iter()
-        .flatten()
-        .zip(&rows[0].projected_s_to_target)
-        .map(|(run, &projected)| (run.seed, projected))
-        .collect();
-    for (row, group) in rows.iter_mut().zip(by_workers.values()) {
+    let base = projected_by_seed(&rows[0]);
+    for row in &mut rows {
         let workers = row.workers as f64;
-        row.efficiency_by_seed = group
-            .iter()
-            .zip(&row.projected_s_to_target)
-            .map(|(run, &projected)| {
-                let &(_, base_s) = base.iter().find(|(seed, _)| *seed == run.seed)?;
+        row.efficiency_by_seed = projected_by_seed(row)
+            .into_iter()
+            .map(|(seed, projected)| {
+                let &(_, base_s) = base.iter().find(|(s, _)| *s == seed)?;
                 Some(base_s? * base_workers / (projected? * workers))
             })
             .collect();
