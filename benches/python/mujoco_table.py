@@ -99,7 +99,7 @@ def train_row(preset: str, env_id: str, steps: int, seed: int, settings: list[st
         "final_return": round(summary["eval_return_mean"], 1),
         "final_success": summary.get("eval_success_rate"),
         "eval_episodes": summary.get("eval_episodes"),
-        "wall_s": round(wall),
+        "wall_s": round(wall, 1),
         "machine": machine(),
         "kernels": summary.get("matmul_kernels"),
         "commit": built_from,
